@@ -1,0 +1,63 @@
+# Developer entry points for keras_seq.
+#
+#   make venv                      create .venv and install the project with its dev extras
+#   make test                      lint, format check, full test suite (TensorFlow), layers under JAX
+#   make app ARGS="--port 7871"    start the Gradio builder app (options go to `keras-seq ui`)
+#
+# Every target that needs the project depends on the install stamp, so a fresh clone with only
+# Python 3.11 and make can run `make test` directly.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+ARGS ?=
+
+.PHONY: help venv app test lint format bench clean distclean
+
+help: ## Show this help.
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) \
+		| awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall whenever pyproject.toml changes (dependencies, extras, entry points).
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -e '.[dev]'
+	touch $@
+
+venv: $(STAMP) ## Create .venv and install the project with the dev extras.
+
+app: $(STAMP) ## Start the builder app; pass options with ARGS="--port 7871".
+	$(BIN)/keras-seq ui $(ARGS)
+
+test: $(STAMP) ## Lint, check formatting, run all tests (TensorFlow), then layer tests under JAX.
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	KERAS_BACKEND=tensorflow $(BIN)/pytest
+	KERAS_BACKEND=jax $(BIN)/pytest -m backend_agnostic
+
+lint: $(STAMP) ## Run ruff lint and the format check.
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP) ## Format the code and apply safe lint fixes.
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP) ## Run the recurrent-layer benchmark.
+	$(BIN)/python benchmarks/recurrent.py $(ARGS)
+
+clean: ## Remove build artefacts and caches (keeps .venv).
+	rm -rf build dist .pytest_cache .ruff_cache
+	find . -path ./$(VENV) -prune -o -name '*.egg-info' -type d -prune -exec rm -rf {} +
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean ## Also remove the virtual environment.
+	rm -rf $(VENV)

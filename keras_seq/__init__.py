@@ -1,0 +1,17 @@
+"""keras_seq: Keras 3 layers for the whole arc of sequence models.
+
+From the vanilla RNN and the 1997 LSTM with its constant error carousel to
+attention, the Transformer and the Vision Transformer, written with
+`keras.ops` only so that every layer runs on TensorFlow, JAX and PyTorch.
+
+Example:
+
+>>> from keras_seq import layers
+>>> lstm = layers.CECLSTM(16)  # the 1997 LSTM: no forget gate
+"""
+
+from keras_seq import layers
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["__version__", "layers"]

@@ -1,0 +1,490 @@
+"""The 1997 LSTM with its constant error carousel, and its gated descendants.
+
+One cell covers three papers, chosen by two arguments:
+
+| `forget_gate` | `peephole` | cell                                          |
+|---------------|------------|-----------------------------------------------|
+| False         | False      | Hochreiter & Schmidhuber 1997                 |
+| True          | False      | Gers, Schmidhuber & Cummins 2000 (= Keras LSTM)|
+| any           | True       | Gers & Schmidhuber 2000, peephole connections |
+
+and a third, `truncated_gradients`, reproduces the 1997 learning rule.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import keras
+from keras import activations, constraints, initializers, ops, regularizers
+
+# Keras's RNN layer creates and resets per-sequence dropout masks only for
+# cells that inherit this mixin, and exports it under no public name.
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+
+from keras_seq import validation
+
+_REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
+
+
+@_REGISTER
+class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
+    """One step of the LSTM of Hochreiter & Schmidhuber (1997).
+
+    A memory cell `c` sits on a linear self-connection of fixed weight 1.0, the
+    *constant error carousel*: error that reaches `c_t` flows back to `c_{t-1}`
+    unscaled. Multiplicative gates guard it: the input gate decides what is
+    written, the output gate what is shown. With `z_* = x_t W_* + h_{t-1} U_* + b_*`:
+
+        i_t = σ(z_i)                       input gate
+        o_t = σ(z_o)                       output gate
+        c_t = c_{t-1} + i_t ⊙ g(z_c)       the carousel (self-weight 1.0)
+        h_t = o_t ⊙ h(c_t)
+
+    `forget_gate=True` adds the gate of Gers, Schmidhuber & Cummins (2000),
+    which lets the cell reset itself:
+
+        f_t = σ(z_f)
+        c_t = f_t ⊙ c_{t-1} + i_t ⊙ g(z_c)
+
+    `peephole=True` adds the diagonal peephole weights of Gers & Schmidhuber
+    (2000): the input and forget gates see `c_{t-1}`, the output gate sees `c_t`:
+
+        i_t = σ(z_i + p_i ⊙ c_{t-1}),  f_t = σ(z_f + p_f ⊙ c_{t-1}),
+        o_t = σ(z_o + p_o ⊙ c_t)
+
+    `truncated_gradients=True` is the 1997 learning rule: error reaching the
+    net inputs of the gates and of the cell input is not propagated back into
+    `h_{t-1}` (nor, with peepholes, into the cell state they read), so earlier
+    steps receive error only through the carousel. Without a forget gate,
+    `∂c_T/∂c_0` is then exactly the identity. The forward pass is unchanged.
+
+    Weights use the layout of `keras.layers.LSTMCell`: `kernel`
+    `(input_dim, n·units)`, `recurrent_kernel` `(units, n·units)` and `bias`
+    `(n·units,)`, gate blocks in the order i, f (only with the forget gate),
+    c, o; `n` is 3 without and 4 with the forget gate. With
+    `forget_gate=True, peephole=False` the cell is a drop-in for Keras's:
+    `set_weights(keras_lstm_cell.get_weights())` reproduces its outputs. The
+    peephole vectors `input_peephole`, `forget_peephole` and `output_peephole`
+    (each `(units,)`) come after those three weights.
+
+    Gate biases. The default initialisation follows the 1997 experiments,
+    which started input and output gates negatively biased (the paper used
+    values from −1 to −6): `input_gate_bias=-3.0`, `output_gate_bias=-2.0`.
+    Without a forget gate nothing ever empties the cell, so an input gate that
+    starts half open (bias 0) writes at every step and `c_t` drifts far into
+    the saturated range of `h` within a few hundred steps; a closed input gate
+    keeps the carousel clean until the network learns what to store, and a
+    closed output gate keeps idle cells from disturbing the rest of the net
+    (the paper's "abuse problem"). On `long_lag` at lag 200 this is the
+    difference between solving the task in one epoch and not at all. Pass
+    `input_gate_bias=0.0, output_gate_bias=0.0` to start the way
+    `keras.layers.LSTMCell` does; `forget_gate_bias=1.0` matches its
+    `unit_forget_bias=True` (Jozefowicz et al. 2015).
+
+    Args:
+        units: Positive integer, the number of memory cells (and of outputs).
+        forget_gate: Add the forget gate of Gers et al. (2000). Default False.
+        peephole: Add diagonal peephole weights from the cell to the gates.
+            Default False.
+        truncated_gradients: Use the 1997 truncated gradient (see above).
+            Default False.
+        cell_activation: `g`, squashing the cell input. Default `"tanh"`. The
+            1997 paper used a logistic sigmoid scaled to [−2, 2].
+        output_activation: `h`, squashing the cell state before the output gate.
+            Default `"tanh"`. The 1997 paper used a logistic sigmoid scaled to
+            [−1, 1].
+        gate_activation: The gate nonlinearity σ. Default `"sigmoid"`.
+        use_bias: Whether the gates and the cell input have biases.
+        kernel_initializer: Initializer for `kernel`.
+        recurrent_initializer: Initializer for `recurrent_kernel`.
+        peephole_initializer: Initializer for the peephole vectors.
+        input_gate_bias: Initial bias of the input gate. Default −3.0.
+        forget_gate_bias: Initial bias of the forget gate. Default 1.0.
+        output_gate_bias: Initial bias of the output gate. Default −2.0.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer,
+        peephole_regularizer: Optional weight regularizers.
+        kernel_constraint, recurrent_constraint, bias_constraint,
+        peephole_constraint: Optional weight constraints.
+        dropout: Fraction of the inputs to drop, one mask per sequence.
+        recurrent_dropout: Fraction of `h_{t-1}` to drop, one mask per sequence
+            (Gal & Ghahramani 2016).
+        seed: Seed for the dropout masks.
+
+    Call arguments:
+        inputs: `(batch, input_dim)`, the input at one step.
+        states: `[h_{t-1}, c_{t-1}]`, each `(batch, units)`.
+        training: Whether dropout is applied.
+
+    Returns:
+        `(h_t, [h_t, c_t])`.
+
+    Example:
+
+    >>> cell = CECLSTMCell(8)
+    >>> layer = keras.layers.RNN(cell)
+    >>> tuple(layer(np.zeros((2, 5, 3))).shape)
+    (2, 8)
+
+    References:
+        - Hochreiter & Schmidhuber, "Long Short-Term Memory", Neural
+          Computation 9(8), 1997.
+        - Gers, Schmidhuber & Cummins, "Learning to Forget: Continual
+          Prediction with LSTM", Neural Computation 12(10), 2000.
+        - Gers & Schmidhuber, "Recurrent Nets that Time and Count", IJCNN 2000.
+    """
+
+    def __init__(
+        self,
+        units,
+        forget_gate=False,
+        peephole=False,
+        truncated_gradients=False,
+        cell_activation="tanh",
+        output_activation="tanh",
+        gate_activation="sigmoid",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        peephole_initializer="glorot_uniform",
+        input_gate_bias=-3.0,
+        forget_gate_bias=1.0,
+        output_gate_bias=-2.0,
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        peephole_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        peephole_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = validation.positive_int("units", units, validation.MAX_UNITS)
+        self.forget_gate = validation.boolean("forget_gate", forget_gate)
+        self.peephole = validation.boolean("peephole", peephole)
+        self.truncated_gradients = validation.boolean("truncated_gradients", truncated_gradients)
+        self.use_bias = validation.boolean("use_bias", use_bias)
+        self.cell_activation = activations.get(cell_activation)
+        self.output_activation = activations.get(output_activation)
+        self.gate_activation = activations.get(gate_activation)
+
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.peephole_initializer = initializers.get(peephole_initializer)
+        self.input_gate_bias = validation.finite_float("input_gate_bias", input_gate_bias)
+        self.forget_gate_bias = validation.finite_float("forget_gate_bias", forget_gate_bias)
+        self.output_gate_bias = validation.finite_float("output_gate_bias", output_gate_bias)
+
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.peephole_regularizer = regularizers.get(peephole_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+        self.peephole_constraint = constraints.get(peephole_constraint)
+
+        self.dropout = validation.rate("dropout", dropout)
+        self.recurrent_dropout = validation.rate("recurrent_dropout", recurrent_dropout)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed=seed)
+
+        self.state_size = [self.units, self.units]
+        self.output_size = self.units
+
+    @property
+    def gate_names(self):
+        """The blocks of `kernel`, `recurrent_kernel` and `bias`, in order."""
+        return ("i", "f", "c", "o") if self.forget_gate else ("i", "c", "o")
+
+    def build(self, input_shape):
+        if len(input_shape) != 2 or input_shape[-1] is None:
+            raise ValueError(
+                f"{type(self).__name__} expects one step of shape (batch, features) with "
+                f"a known number of features, got shape {tuple(input_shape)}. "
+                "Its RNN layer expects (batch, time, features)."
+            )
+        input_dim = int(input_shape[-1])
+        n = len(self.gate_names)
+        validation.parameter_budget(
+            self.name, n * self.units * (input_dim + self.units + 1) + 3 * self.units
+        )
+        self.kernel = self.add_weight(
+            shape=(input_dim, n * self.units),
+            name="kernel",
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, n * self.units),
+            name="recurrent_kernel",
+            initializer=self.recurrent_initializer,
+            regularizer=self.recurrent_regularizer,
+            constraint=self.recurrent_constraint,
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=(n * self.units,),
+                name="bias",
+                initializer=self._gate_bias_initializer,
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
+        if self.peephole:
+            self.input_peephole = self._add_peephole("input_peephole")
+            if self.forget_gate:
+                self.forget_peephole = self._add_peephole("forget_peephole")
+            self.output_peephole = self._add_peephole("output_peephole")
+        self.built = True
+
+    def _add_peephole(self, name):
+        return self.add_weight(
+            shape=(self.units,),
+            name=name,
+            initializer=self.peephole_initializer,
+            regularizer=self.peephole_regularizer,
+            constraint=self.peephole_constraint,
+        )
+
+    def _gate_bias_initializer(self, shape, dtype=None):
+        initial = {
+            "i": self.input_gate_bias,
+            "f": self.forget_gate_bias,
+            "o": self.output_gate_bias,
+        }
+        return ops.concatenate(
+            [
+                ops.full((self.units,), initial.get(gate, 0.0), dtype=dtype)
+                for gate in self.gate_names
+            ]
+        )
+
+    def call(self, inputs, states, training=False):
+        h_tm1, c_tm1 = states[0], states[1]
+
+        if training and self.dropout > 0.0:
+            inputs = inputs * self.get_dropout_mask(inputs)
+        if training and self.recurrent_dropout > 0.0:
+            h_tm1 = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
+
+        # The 1997 rule: no error flows from the gates and the cell input into
+        # the previous step's output; it reaches the past only via the carousel.
+        if self.truncated_gradients:
+            h_tm1 = ops.stop_gradient(h_tm1)
+            c_seen = ops.stop_gradient(c_tm1)
+        else:
+            c_seen = c_tm1
+
+        z = ops.matmul(inputs, self.kernel) + ops.matmul(h_tm1, self.recurrent_kernel)
+        if self.use_bias:
+            z = z + self.bias
+        # (batch, units) each, in the order of `gate_names`.
+        if self.forget_gate:
+            z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
+        else:
+            z_i, z_c, z_o = ops.split(z, 3, axis=-1)
+
+        if self.peephole:
+            z_i = z_i + self.input_peephole * c_seen
+        i = self.gate_activation(z_i)
+        cell_input = i * self.cell_activation(z_c)
+
+        if self.forget_gate:
+            if self.peephole:
+                z_f = z_f + self.forget_peephole * c_seen
+            c = self.gate_activation(z_f) * c_tm1 + cell_input
+        else:
+            c = c_tm1 + cell_input  # the constant error carousel
+
+        if self.peephole:
+            c_out = ops.stop_gradient(c) if self.truncated_gradients else c
+            z_o = z_o + self.output_peephole * c_out
+        h = self.gate_activation(z_o) * self.output_activation(c)
+        return h, [h, c]
+
+    def get_initial_state(self, batch_size=None):
+        return [ops.zeros((batch_size, d), dtype=self.compute_dtype) for d in self.state_size]
+
+    def get_config(self):
+        config = {
+            "units": self.units,
+            "forget_gate": self.forget_gate,
+            "peephole": self.peephole,
+            "truncated_gradients": self.truncated_gradients,
+            "cell_activation": activations.serialize(self.cell_activation),
+            "output_activation": activations.serialize(self.output_activation),
+            "gate_activation": activations.serialize(self.gate_activation),
+            "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+            "peephole_initializer": initializers.serialize(self.peephole_initializer),
+            "input_gate_bias": self.input_gate_bias,
+            "forget_gate_bias": self.forget_gate_bias,
+            "output_gate_bias": self.output_gate_bias,
+            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
+            "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
+            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+            "peephole_regularizer": regularizers.serialize(self.peephole_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
+            "peephole_constraint": constraints.serialize(self.peephole_constraint),
+            "dropout": self.dropout,
+            "recurrent_dropout": self.recurrent_dropout,
+            "seed": self.seed,
+        }
+        return {**super().get_config(), **config}
+
+
+# The cell arguments CECLSTM forwards; the rest of its config is the RNN's.
+_CELL_ARGS = tuple(
+    name
+    for name, parameter in inspect.signature(CECLSTMCell.__init__).parameters.items()
+    if name != "self" and parameter.kind is parameter.POSITIONAL_OR_KEYWORD
+)
+
+
+@_REGISTER
+class CECLSTM(keras.layers.RNN):
+    """The 1997 LSTM (and its gated variants) over a whole sequence.
+
+    A `keras.layers.RNN` over `CECLSTMCell`; see the cell for the equations,
+    the variants (`forget_gate`, `peephole`, `truncated_gradients`) and the
+    gate-bias initialisation. Everything a Keras RNN does works here:
+    `return_sequences`, `return_state`, `go_backwards`, `stateful`, `unroll`,
+    dropout, `initial_state`, masks (right- or left-padded), stacking and
+    `keras.layers.Bidirectional`.
+
+    Args:
+        units: Positive integer, the number of memory cells.
+        forget_gate, peephole, truncated_gradients, cell_activation,
+        output_activation, gate_activation, use_bias, kernel_initializer,
+        recurrent_initializer, peephole_initializer, input_gate_bias,
+        forget_gate_bias, output_gate_bias, *_regularizer, *_constraint,
+        dropout, recurrent_dropout, seed: As for `CECLSTMCell`.
+        activity_regularizer: Regularizer applied to the layer's output.
+        return_sequences: Return the output at every step, not only the last.
+        return_state: Also return the final `h` and `c`.
+        go_backwards: Process the sequence backwards (and return the reversed
+            output sequence).
+        stateful: Carry the final states of one batch into the next.
+        unroll: Unroll the loop (faster for short, fixed-length sequences).
+        zero_output_for_mask: With `return_sequences`, emit zeros (rather than
+            the last valid output) at masked steps.
+
+    Call arguments:
+        inputs: `(batch, time, features)`.
+        mask: Optional boolean `(batch, time)`; False steps leave the state
+            unchanged.
+        training: Whether dropout is applied.
+        initial_state: Optional `[h_0, c_0]`, each `(batch, units)`.
+
+    Returns:
+        `(batch, units)`, or `(batch, time, units)` with `return_sequences`;
+        followed by `h_T` and `c_T` with `return_state`.
+
+    Example:
+
+    >>> x = np.random.rand(4, 20, 3).astype("float32")
+    >>> tuple(CECLSTM(8)(x).shape)  # Hochreiter & Schmidhuber 1997
+    (4, 8)
+    >>> tuple(CECLSTM(8, forget_gate=True, return_sequences=True)(x).shape)
+    (4, 20, 8)
+
+    References:
+        - Hochreiter & Schmidhuber, "Long Short-Term Memory", 1997.
+        - Gers, Schmidhuber & Cummins, "Learning to Forget", 2000.
+        - Gers & Schmidhuber, "Recurrent Nets that Time and Count", 2000.
+    """
+
+    def __init__(
+        self,
+        units,
+        forget_gate=False,
+        peephole=False,
+        truncated_gradients=False,
+        cell_activation="tanh",
+        output_activation="tanh",
+        gate_activation="sigmoid",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        peephole_initializer="glorot_uniform",
+        input_gate_bias=-3.0,
+        forget_gate_bias=1.0,
+        output_gate_bias=-2.0,
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        peephole_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        peephole_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        activity_regularizer=None,
+        return_sequences=False,
+        return_state=False,
+        go_backwards=False,
+        stateful=False,
+        unroll=False,
+        zero_output_for_mask=False,
+        **kwargs,
+    ):
+        cell_kwargs = {name: value for name, value in locals().items() if name in _CELL_ARGS}
+        cell = CECLSTMCell(
+            **cell_kwargs,
+            dtype=kwargs.get("dtype"),
+            trainable=kwargs.get("trainable", True),
+            name="cec_lstm_cell",
+        )
+        super().__init__(
+            cell,
+            return_sequences=validation.boolean("return_sequences", return_sequences),
+            return_state=validation.boolean("return_state", return_state),
+            go_backwards=validation.boolean("go_backwards", go_backwards),
+            stateful=validation.boolean("stateful", stateful),
+            unroll=validation.boolean("unroll", unroll),
+            zero_output_for_mask=validation.boolean("zero_output_for_mask", zero_output_for_mask),
+            activity_regularizer=activity_regularizer,
+            **kwargs,
+        )
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    def build(self, sequences_shape, initial_state_shape=None):
+        if len(sequences_shape) != 3:
+            raise ValueError(
+                f"{type(self).__name__} expects inputs of shape (batch, time, features), "
+                f"got shape {tuple(sequences_shape)}."
+            )
+        super().build(sequences_shape, initial_state_shape)
+
+    def call(self, sequences, initial_state=None, mask=None, training=False):
+        return super().call(sequences, mask=mask, training=training, initial_state=initial_state)
+
+    def get_config(self):
+        cell_config = self.cell.get_config()
+        config = {name: cell_config[name] for name in _CELL_ARGS}
+        config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        base_config = super().get_config()
+        del base_config["cell"]
+        return {**base_config, **config}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+# Read-only views of the cell's arguments: `layer.units`, `layer.forget_gate`, ...
+for _name in _CELL_ARGS:
+    setattr(CECLSTM, _name, property(lambda self, _name=_name: getattr(self.cell, _name)))
+del _name

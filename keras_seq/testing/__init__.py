@@ -1,0 +1,12 @@
+"""Checks every keras_seq layer must pass; plugin authors can run them on theirs.
+
+`check_layer` runs, for a layer and a model containing it: the config round
+trip, a `.keras` file reloaded with `safe_mode=True` in a fresh process, a
+TensorFlow SavedModel reloaded in a fresh process that never imports
+keras_seq (nor Keras), the `mixed_float16` policy, masking, and one `fit`
+step with `jit_compile=True`.
+"""
+
+from keras_seq.testing.layer_checks import LayerCase, check_layer
+
+__all__ = ["LayerCase", "check_layer"]

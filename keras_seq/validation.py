@@ -24,10 +24,31 @@ MAX_UNITS = 2**16
 MAX_LAYER_PARAMS = 2**31
 
 
-def _invalid(name: str, expected: str, value: object) -> ValueError:
+def invalid(name: str, expected: str, value: object) -> ValueError:
+    """The error for argument `name`: what was expected and the value received."""
     return ValueError(
         f"Received an invalid value for argument `{name}`, expected {expected}, got {value!r}."
     )
+
+
+def _is_int_in(value: object, minimum: int, maximum: int | None) -> bool:
+    return (
+        isinstance(value, numbers.Integral)
+        and not isinstance(value, bool)
+        and value >= minimum
+        and (maximum is None or value <= maximum)
+    )
+
+
+def int_in_range(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
+    """Returns `value` if it is an integer (not a bool) in [minimum, maximum], else raises."""
+    if maximum is None:
+        expected = f"an integer of at least {minimum}"
+    else:
+        expected = f"an integer from {minimum} to {maximum}"
+    if not _is_int_in(value, minimum, maximum):
+        raise invalid(name, expected, value)
+    return int(value)
 
 
 def positive_int(name: str, value: object, maximum: int | None = None) -> int:
@@ -35,20 +56,29 @@ def positive_int(name: str, value: object, maximum: int | None = None) -> int:
     expected = "a positive integer"
     if maximum is not None:
         expected += f" no larger than {maximum}"
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Integral)
-        or value < 1
-        or (maximum is not None and value > maximum)
-    ):
-        raise _invalid(name, expected, value)
+    if not _is_int_in(value, 1, maximum):
+        raise invalid(name, expected, value)
     return int(value)
+
+
+def seed(name: str, value: object) -> int:
+    """Returns `value` if it is a non-negative integer, as seeds are."""
+    if not _is_int_in(value, 0, None):
+        raise invalid(name, "a non-negative integer", value)
+    return int(value)
+
+
+def one_of(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """Returns `value` if it is one of the string `choices`, else raises listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise invalid(name, "one of " + ", ".join(repr(c) for c in choices), value)
+    return value
 
 
 def boolean(name: str, value: object) -> bool:
     """Returns `value` if it is a bool, else raises (no truthy strings)."""
     if not isinstance(value, bool):
-        raise _invalid(name, "True or False", value)
+        raise invalid(name, "True or False", value)
     return value
 
 
@@ -59,7 +89,7 @@ def rate(name: str, value: object) -> float:
         or not isinstance(value, numbers.Real)
         or not 0.0 <= float(value) < 1.0
     ):
-        raise _invalid(name, "a float in [0, 1)", value)
+        raise invalid(name, "a float in [0, 1)", value)
     return float(value)
 
 
@@ -70,7 +100,19 @@ def finite_float(name: str, value: object) -> float:
         or not isinstance(value, numbers.Real)
         or not math.isfinite(float(value))
     ):
-        raise _invalid(name, "a finite number", value)
+        raise invalid(name, "a finite number", value)
+    return float(value)
+
+
+def positive_float(name: str, value: object) -> float:
+    """Returns `value` as a float if it is a finite number above zero, else raises."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(float(value))
+        or float(value) <= 0.0
+    ):
+        raise invalid(name, "a positive number", value)
     return float(value)
 
 

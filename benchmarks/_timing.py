@@ -1,4 +1,5 @@
-"""Shared helpers for the benchmark scripts: interleaved timing, summaries, the run record.
+"""Shared helpers for the benchmark scripts: interleaved timing, summaries, the run record,
+the peak resident memory of a stretch of work.
 
 Imports no Keras, TensorFlow or JAX, so a script can set up its environment (log levels,
 backend) before it imports them. Package versions are read from the installed metadata.
@@ -36,7 +37,7 @@ _PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", 
 def interleaved(
     steps: Mapping[str, Callable[[], object]],
     rounds: int,
-    steps_per_sample: int,
+    steps_per_sample: int | Mapping[str, int],
     seed: int = 0,
     on_round: Callable[[int, list[str]], None] | None = None,
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], list[list[str]]]:
@@ -50,7 +51,9 @@ def interleaved(
     Args:
         steps: Case name -> a function that runs one step and returns once it is done.
         rounds: How many samples to take of each case.
-        steps_per_sample: Steps timed back to back for one sample.
+        steps_per_sample: Steps timed back to back for one sample: one number for every
+            case, or case name -> number (cases of very different cost can then give samples
+            of similar duration).
         seed: Seeds the order of the cases in each round.
         on_round: Called as `on_round(round_index, order)` before each round.
 
@@ -58,6 +61,8 @@ def interleaved(
         `(wall, cpu, orders)`: case name -> wall-clock seconds per step, one value per round;
         the same in CPU seconds; and the order the cases ran in, one list per round.
     """
+    if isinstance(steps_per_sample, int):
+        steps_per_sample = dict.fromkeys(steps, steps_per_sample)
     order_rng = random.Random(seed)
     wall: dict[str, list[float]] = {name: [] for name in steps}
     cpu: dict[str, list[float]] = {name: [] for name in steps}
@@ -69,13 +74,13 @@ def interleaved(
         if on_round is not None:
             on_round(index, order)
         for name in order:
-            step = steps[name]
+            step, count = steps[name], steps_per_sample[name]
             gc.collect()
             start, start_cpu = time.perf_counter(), time.process_time()
-            for _ in range(steps_per_sample):
+            for _ in range(count):
                 step()
-            wall[name].append((time.perf_counter() - start) / steps_per_sample)
-            cpu[name].append((time.process_time() - start_cpu) / steps_per_sample)
+            wall[name].append((time.perf_counter() - start) / count)
+            cpu[name].append((time.process_time() - start_cpu) / count)
     return wall, cpu, orders
 
 
@@ -92,6 +97,11 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
         "min": min(values),
         "max": max(values),
     }
+
+
+def milliseconds(summary: Mapping[str, float]) -> dict[str, float]:
+    """A summary of seconds (see `summarize`) in milliseconds, rounded to microseconds."""
+    return {name: round(1e3 * value, 3) for name, value in summary.items()}
 
 
 def environment() -> dict[str, object]:
@@ -126,6 +136,58 @@ def load_average() -> list[float] | None:
         return [round(value, 2) for value in os.getloadavg()]
     except (AttributeError, OSError):
         return None
+
+
+def backend_version(backend: str) -> str | None:
+    """The installed version of the package behind a Keras backend name, if known."""
+    package = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend)
+    if package is None:
+        return None
+    for distribution in (package, f"{package}-cpu"):
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return None
+
+
+# Peak memory of this process, from Linux's /proc. The kernel keeps the high-water mark of the
+# resident set (VmHWM) and resets it to the current size when "5" is written to clear_refs
+# (Linux 4.0 and later), so a script can measure the peak of one stretch of work, leaving out
+# what came before it (imports, tracing, compilation).
+_STATUS = "/proc/self/status"
+_CLEAR_REFS = "/proc/self/clear_refs"
+
+
+def resident_bytes() -> int | None:
+    """The current resident set size of this process, or None where /proc has none."""
+    return _status_bytes("VmRSS")
+
+
+def peak_resident_bytes() -> int | None:
+    """The most this process has had resident since it started or since `reset_peak_resident`."""
+    return _status_bytes("VmHWM")
+
+
+def reset_peak_resident() -> bool:
+    """Start a new high-water mark at the current resident size; False where not possible."""
+    try:
+        with open(_CLEAR_REFS, "w") as file:
+            file.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open(_STATUS, encoding="ascii") as file:
+            for line in file:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024  # reported in kB
+    except OSError:
+        pass
+    return None
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:

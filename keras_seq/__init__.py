@@ -10,8 +10,10 @@ Example:
 >>> lstm = layers.CECLSTM(16)  # the 1997 LSTM: no forget gate
 """
 
-from keras_seq import layers
+# Importing the models registers their classes, so that `import keras_seq` is
+# all a user needs before `keras.saving.load_model(..., safe_mode=True)`.
+from keras_seq import layers, models
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["__version__", "layers"]
+__all__ = ["__version__", "layers", "models"]

@@ -113,3 +113,14 @@ def test_docstring_examples_run():
     result = doctest.testmod(recurrent, globs=globs, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_pointer_targets_are_refused_with_a_pointer_to_the_right_model():
+    from keras_seq.tasks import sort_numbers
+
+    task = sort_numbers(4, 20)
+    with pytest.raises(ValueError, match="pointer_network"):
+        recurrent_model(keras.layers.GRU(4), task.inputs, task.targets)
+    model = recurrent_model(keras.layers.GRU(4), NUMERIC, THREE_CLASSES)
+    with pytest.raises(ValueError, match="'pointer'"):
+        compile_for(model, task.targets)

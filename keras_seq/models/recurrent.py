@@ -53,6 +53,7 @@ def recurrent_model(layer, inputs, targets, *, embedding_dim=DEFAULT_EMBEDDING_D
             "Received an invalid value for argument `targets`, expected a TargetSpec, "
             f"got {targets!r}."
         )
+    _check_one_vector_target(targets)
     if inputs.kind == "tokens":
         embedding_dim = validation.positive_int(
             "embedding_dim", embedding_dim, validation.MAX_UNITS
@@ -99,6 +100,7 @@ def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0):
             "Received an invalid value for argument `targets`, expected a TargetSpec, "
             f"got {targets!r}."
         )
+    _check_one_vector_target(targets)
     learning_rate = validation.positive_float("learning_rate", learning_rate)
     if clipnorm is not None:
         clipnorm = validation.positive_float("clipnorm", clipnorm)
@@ -108,3 +110,13 @@ def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0):
     else:
         model.compile(optimizer, loss="mean_squared_error")
     return model
+
+
+def _check_one_vector_target(targets):
+    """These helpers predict one class or vector per sequence; pointer targets need more."""
+    if targets.kind not in ("classification", "regression"):
+        raise ValueError(
+            f"Received a `targets` of kind {targets.kind!r}; recurrent_model and compile_for "
+            "predict one class or vector per sequence ('classification' or 'regression'). "
+            "For pointer targets use keras_seq.models.pointer_network."
+        )

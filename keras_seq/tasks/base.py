@@ -1,22 +1,31 @@
 """What a task hands to a model: its data splits and a description of them.
 
 A task generator returns a `TaskData`: NumPy train and validation splits plus
-a `SequenceSpec` (what one input sequence is) and a `TargetSpec` (what the
-model must predict), so that a model builder can pick the input layer and the
-head from the description alone, and a person can read what the task tests.
+a `SequenceSpec` (what one input sequence is), or an `ImageSpec` (what one
+input image is), and a `TargetSpec` (what the model must predict), so that a
+model builder can pick the input layer and the head from the description
+alone, and a person can read what the task tests.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from keras_seq import validation
 
 INPUT_KINDS = ("numeric", "tokens")
-TARGET_KINDS = ("classification", "regression")
+TARGET_KINDS = ("classification", "regression", "pointer")
+
+
+# The TargetSpec fields each kind uses; the others must be None.
+_TARGET_FIELDS = {
+    "classification": ("num_classes",),
+    "regression": ("output_dim",),
+    "pointer": ("num_positions", "length"),
+}
 
 
 def _must_be_none(name: str, value: object, kind: str) -> None:
@@ -75,19 +84,71 @@ class SequenceSpec:
 
 
 @dataclass(frozen=True)
-class TargetSpec:
-    """What the model predicts for one sequence: a class or a real vector.
+class ImageSpec:
+    """One input image: a float32 array of `height × width × channels` pixels.
+
+    A Vision Transformer reads an image as a sequence: it cuts it into
+    patches, one token each (Dosovitskiy et al. 2020).
 
     Args:
-        kind: `"classification"`: one int32 label in `[0, num_classes)`, or
-            `"regression"`: a float32 vector of size `output_dim`.
+        height: Rows of pixels.
+        width: Columns of pixels.
+        channels: Values per pixel (1 for grey, 3 for RGB). Default 1.
+    """
+
+    kind: ClassVar[str] = "image"
+
+    height: int
+    width: int
+    channels: int = 1
+
+    def __post_init__(self):
+        validation.positive_int("height", self.height)
+        validation.positive_int("width", self.width)
+        validation.positive_int("channels", self.channels)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of one image, without the batch axis: `(height, width, channels)`."""
+        return (self.height, self.width, self.channels)
+
+    @property
+    def dtype(self) -> str:
+        return "float32"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "height": self.height,
+            "width": self.width,
+            "channels": self.channels,
+            "dtype": self.dtype,
+        }
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What the model predicts for one sequence: a class, a real vector or pointers.
+
+    Args:
+        kind: `"classification"`: one int32 label in `[0, num_classes)`;
+            `"regression"`: a float32 vector of size `output_dim`; or
+            `"pointer"`: `length` int32 positions of the input sequence, each
+            in `[0, num_positions)`, one per output step (the outputs of a
+            pointer network, Vinyals et al. 2015).
         num_classes: Number of classes (classification only, at least 2).
         output_dim: Size of the target vector (regression only).
+        num_positions: Number of input positions a pointer can name, the
+            input length (pointer only).
+        length: Number of pointers per sequence, the output length (pointer
+            only).
     """
 
     kind: str
     num_classes: int | None = None
     output_dim: int | None = None
+    num_positions: int | None = None
+    length: int | None = None
 
     def __post_init__(self):
         validation.one_of("kind", self.kind, TARGET_KINDS)
@@ -98,26 +159,32 @@ class TargetSpec:
                     "Received an invalid value for argument `num_classes`, expected an "
                     f"integer of at least 2, got {self.num_classes!r}."
                 )
-            _must_be_none("output_dim", self.output_dim, self.kind)
-        else:
+        elif self.kind == "regression":
             validation.positive_int("output_dim", self.output_dim)
-            _must_be_none("num_classes", self.num_classes, self.kind)
+        else:
+            validation.positive_int("num_positions", self.num_positions)
+            validation.positive_int("length", self.length)
+        for name in ("num_classes", "output_dim", "num_positions", "length"):
+            if name not in _TARGET_FIELDS[self.kind]:
+                _must_be_none(name, getattr(self, name), self.kind)
 
     @property
     def shape(self) -> tuple[int, ...]:
         """The shape of one target, without the batch axis."""
-        return () if self.kind == "classification" else (self.output_dim,)
+        if self.kind == "classification":
+            return ()
+        if self.kind == "regression":
+            return (self.output_dim,)
+        return (self.length,)
 
     @property
     def dtype(self) -> str:
-        return "int32" if self.kind == "classification" else "float32"
+        return "float32" if self.kind == "regression" else "int32"
 
     def to_dict(self) -> dict[str, Any]:
         spec = {"kind": self.kind, "dtype": self.dtype}
-        if self.kind == "classification":
-            spec["num_classes"] = self.num_classes
-        else:
-            spec["output_dim"] = self.output_dim
+        for name in _TARGET_FIELDS[self.kind]:
+            spec[name] = getattr(self, name)
         return spec
 
 
@@ -133,7 +200,7 @@ class TaskData:
             `(n,) + inputs.shape` and dtype `inputs.dtype`; targets
             `(n,) + targets.shape` and dtype `targets.dtype`.
         name: The generator's name, e.g. `"long_lag"`.
-        inputs: A `SequenceSpec`.
+        inputs: A `SequenceSpec`, or an `ImageSpec` for image tasks.
         targets: A `TargetSpec`.
         description: What the task is and what it tests, for people.
         params: The arguments that produced the data (seed included), so the
@@ -151,15 +218,21 @@ class TaskData:
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        if not isinstance(self.inputs, SequenceSpec):
+        if not isinstance(self.inputs, (SequenceSpec, ImageSpec)):
             raise ValueError(
-                "Received an invalid value for argument `inputs`, expected a SequenceSpec, "
-                f"got {self.inputs!r}."
+                "Received an invalid value for argument `inputs`, expected a SequenceSpec "
+                f"or an ImageSpec, got {self.inputs!r}."
             )
         if not isinstance(self.targets, TargetSpec):
             raise ValueError(
                 "Received an invalid value for argument `targets`, expected a TargetSpec, "
                 f"got {self.targets!r}."
+            )
+        if isinstance(self.inputs, ImageSpec) and self.targets.kind == "pointer":
+            raise ValueError(
+                "Received an invalid value for argument `targets`, expected a TargetSpec "
+                f"whose pointers an image can hold, got {self.targets!r}: pointer targets "
+                "name positions of an input sequence, not of an image."
             )
         for split in ("train", "val"):
             x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
@@ -169,6 +242,14 @@ class TaskData:
                 raise ValueError(
                     f"`x_{split}` holds {len(x)} sequences but `y_{split}` {len(y)} targets."
                 )
+            if self.targets.kind == "pointer":
+                self._check_pointers(f"y_{split}", y, self.targets.num_positions)
+        if self.targets.kind == "pointer" and self.targets.num_positions != self.inputs.length:
+            raise ValueError(
+                f"Pointer targets name positions of the input sequence, so `targets` needs "
+                f"num_positions={self.inputs.length} (the input length), got "
+                f"num_positions={self.targets.num_positions!r}."
+            )
 
     @staticmethod
     def _check_array(name, array, shape, dtype):
@@ -181,6 +262,14 @@ class TaskData:
             raise ValueError(
                 f"`{name}` must be a {dtype} NumPy array of shape (n, {', '.join(map(str, shape))})"
                 f", got {got}."
+            )
+
+    @staticmethod
+    def _check_pointers(name, pointers, num_positions):
+        if pointers.size and (pointers.min() < 0 or pointers.max() >= num_positions):
+            raise ValueError(
+                f"`{name}` must hold input positions in [0, {num_positions}), got values from "
+                f"{pointers.min()} to {pointers.max()}."
             )
 
     @property
@@ -222,4 +311,36 @@ class TaskData:
         params = ", ".join(f"{key}={value!r}" for key, value in self.params.items())
         return (
             f"TaskData({self.name}({params}), train={self.x_train.shape}, val={self.x_val.shape})"
+        )
+
+
+# Longest sequence a generator makes: far past the 1,000 steps of the 1997
+# paper's longest lags, and past anything a recurrent net trains on here.
+MAX_LENGTH = 100_000
+
+# Most values one input array may hold (2**28 float32 values, 1 GiB); checked
+# before anything is allocated.
+MAX_ELEMENTS = 2**28
+
+
+def split_sizes(n, validation_split):
+    """Returns `(validation_split, num_train, num_val)`, both splits at least 1."""
+    validation_split = validation.rate("validation_split", validation_split)
+    num_val = round(n * validation_split)
+    if num_val < 1 or num_val > n - 1:
+        raise ValueError(
+            f"Received an invalid value for argument `validation_split`, expected a fraction "
+            f"that leaves at least one sequence in each split, got {validation_split!r} "
+            f"with n={n!r} ({num_val} validation sequences)."
+        )
+    return validation_split, n - num_val, num_val
+
+
+def check_size(n, per_sequence, what):
+    """Refuses `n` sequences of `per_sequence` values if they exceed `MAX_ELEMENTS`."""
+    if n * per_sequence > MAX_ELEMENTS:
+        raise ValueError(
+            f"Received an invalid value for argument `n`, expected at most "
+            f"{MAX_ELEMENTS // per_sequence:,} sequences of {per_sequence:,} values ({what}) "
+            f"so that the inputs fit in {MAX_ELEMENTS:,} values, got {n!r}."
         )

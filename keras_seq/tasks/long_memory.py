@@ -15,43 +15,20 @@ from __future__ import annotations
 import numpy as np
 
 from keras_seq import validation
-from keras_seq.tasks.base import SequenceSpec, TargetSpec, TaskData
-
-# Longest sequence a generator makes: far past the 1,000 steps of the 1997
-# paper's longest lags, and past anything a recurrent net trains on here.
-MAX_LENGTH = 100_000
-
-# Most values one input array may hold (2**28 float32 values, 1 GiB); checked
-# before anything is allocated.
-MAX_ELEMENTS = 2**28
+from keras_seq.tasks.base import (
+    MAX_LENGTH,
+    SequenceSpec,
+    TargetSpec,
+    TaskData,
+    check_size,
+    split_sizes,
+)
 
 ENCODINGS = ("one_hot", "ids")
 
 # long_lag token ids: the two classes, then the distractors.
 X_ID, Y_ID = 0, 1
 FIRST_DISTRACTOR_ID = 2
-
-
-def _split_sizes(n, validation_split):
-    """Returns `(validation_split, num_train, num_val)`, both splits at least 1."""
-    validation_split = validation.rate("validation_split", validation_split)
-    num_val = round(n * validation_split)
-    if num_val < 1 or num_val > n - 1:
-        raise ValueError(
-            f"Received an invalid value for argument `validation_split`, expected a fraction "
-            f"that leaves at least one sequence in each split, got {validation_split!r} "
-            f"with n={n!r} ({num_val} validation sequences)."
-        )
-    return validation_split, n - num_val, num_val
-
-
-def _check_size(n, per_sequence, what):
-    if n * per_sequence > MAX_ELEMENTS:
-        raise ValueError(
-            f"Received an invalid value for argument `n`, expected at most "
-            f"{MAX_ELEMENTS // per_sequence:,} sequences of {per_sequence:,} values ({what}) "
-            f"so that the inputs fit in {MAX_ELEMENTS:,} values, got {n!r}."
-        )
 
 
 def adding_problem(length, n, *, validation_split=0.2, seed=0):
@@ -99,8 +76,8 @@ def adding_problem(length, n, *, validation_split=0.2, seed=0):
     """
     length = validation.int_in_range("length", length, 2, MAX_LENGTH)
     n = validation.positive_int("n", n)
-    _check_size(n, length * 2, f"length {length} x 2 features")
-    validation_split, num_train, _ = _split_sizes(n, validation_split)
+    check_size(n, length * 2, f"length {length} x 2 features")
+    validation_split, num_train, _ = split_sizes(n, validation_split)
     seed = validation.seed("seed", seed)
 
     rng = np.random.default_rng(seed)
@@ -186,10 +163,10 @@ def long_lag(lag, n, *, num_distractors=8, encoding="one_hot", validation_split=
     vocab_size = num_distractors + 2
     one_hot = encoding == "one_hot"
     if one_hot:
-        _check_size(n, lag * vocab_size, f"lag {lag} x {vocab_size} one-hot features")
+        check_size(n, lag * vocab_size, f"lag {lag} x {vocab_size} one-hot features")
     else:
-        _check_size(n, lag, f"lag {lag}")
-    validation_split, num_train, _ = _split_sizes(n, validation_split)
+        check_size(n, lag, f"lag {lag}")
+    validation_split, num_train, _ = split_sizes(n, validation_split)
     seed = validation.seed("seed", seed)
 
     rng = np.random.default_rng(seed)

@@ -7,6 +7,6 @@ keras_seq (nor Keras), the `mixed_float16` policy, masking, and one `fit`
 step with `jit_compile=True`.
 """
 
-from keras_seq.testing.layer_checks import LayerCase, check_layer
+from keras_seq.testing.layer_checks import LayerCase, LayerInput, check_layer
 
-__all__ = ["LayerCase", "check_layer"]
+__all__ = ["LayerCase", "LayerInput", "check_layer"]

@@ -1,0 +1,187 @@
+"""One Transformer decoder block (Vaswani et al. 2017), post-LN or pre-LN."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_seq import validation
+from keras_seq.layers import masks
+from keras_seq.layers.transformer_encoder import (
+    TransformerBlockBase,
+    attention_weight_count,
+    check_block_input,
+    check_heads,
+    feedforward_weight_count,
+)
+
+_REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
+
+
+@_REGISTER
+class TransformerDecoderBlock(TransformerBlockBase):
+    """Causal self-attention, cross-attention to the encoder, and a feed-forward network.
+
+    Each of the three sublayers is wrapped in a residual connection and layer
+    normalisation. With `norm_first=False` (the paper, "post-LN"), for the
+    decoder sequence `x` and the encoder output `m` ("memory"):
+
+        x = LayerNorm(x + Dropout(MaskedMultiHead(x, x, x)))
+        x = LayerNorm(x + Dropout(MultiHead(x, m, m)))
+        y = LayerNorm(x + Dropout(FFN(x)))
+
+    and with `norm_first=True` ("pre-LN"), the norm is first, as opposed to
+    last:
+
+        x = x + Dropout(MaskedMultiHead(LayerNorm(x)))
+        x = x + Dropout(MultiHead(LayerNorm(x), m, m))
+        y = x + Dropout(FFN(LayerNorm(x)))
+
+    `MultiHead` and `FFN` are as in `TransformerEncoderBlock`. In the
+    cross-attention the queries come from the decoder and the keys and values
+    from the encoder output. The self-attention is always causal: position
+    `t` attends only to positions `≤ t`, so the output up to `t` never depends
+    on decoder tokens after `t` (the paper's "masking out ... all values in
+    the input of the softmax which correspond to illegal connections").
+
+    Masks, all built by `keras_seq.layers.masks.attention_mask`: the causal
+    mask, and padding masks that stop attention to padded decoder steps
+    (self-attention) and padded encoder steps (cross-attention). Each padding
+    mask defaults to the Keras mask of its input (`Layer.__call__` fills in
+    `<argument>_mask` from that argument's Keras mask, as it does for
+    `MultiHeadAttention`'s `query_mask`), so an `Embedding(mask_zero=True)`
+    upstream is enough; the output carries the decoder sequence's Keras mask.
+    A query that may read nothing (a padded decoder step, or a row whose
+    encoder sequence is all padding) gets zero attention weights and a zero
+    context vector, as in every keras_seq attention layer. As in the encoder
+    block, `dropout` is the paper's residual dropout only.
+
+    Sublayers, named by role: `self_attention`, `self_attention_layer_norm`,
+    `self_attention_dropout`, `cross_attention`,
+    `cross_attention_layer_norm`, `cross_attention_dropout`,
+    `feedforward_intermediate_dense`, `feedforward_output_dense`,
+    `feedforward_layer_norm`, `feedforward_dropout`.
+
+    Args:
+        num_heads: `h`, the number of heads of both attentions; must divide
+            the decoder's feature size `d_model`.
+        ff_dim: The inner size `d_ff` of the feed-forward network.
+        dropout: Residual dropout rate, `P_drop` (0.1 in the paper).
+        norm_first: False for the paper's post-LN order, True for pre-LN.
+        activation: The feed-forward activation (`"relu"` in the paper).
+        layer_norm_epsilon: The epsilon of the three layer normalisations.
+        seed: Optional seed of the dropout layers.
+
+    Call arguments:
+        decoder_sequence: `(batch, T_dec, d_model)`, the (shifted) target
+            sequence.
+        encoder_sequence: `(batch, T_enc, d_enc)`, the encoder output; `d_enc`
+            may differ from `d_model`.
+        decoder_sequence_mask: Optional boolean `(batch, T_dec)`, True at
+            real decoder steps; defaults to the Keras mask of
+            `decoder_sequence`.
+        encoder_sequence_mask: Optional boolean `(batch, T_enc)`, True at
+            real encoder steps; defaults to the Keras mask of
+            `encoder_sequence`.
+        training: Whether dropout is applied.
+        return_attention_scores: Also return both attentions' weights.
+
+    Returns:
+        `(batch, T_dec, d_model)`; with `return_attention_scores=True`, the
+        tuple `(outputs, self_attention_scores, cross_attention_scores)`,
+        the weights of shapes `(batch, num_heads, T_dec, T_dec)` and
+        `(batch, num_heads, T_dec, T_enc)`.
+
+    Example:
+
+    >>> target = np.random.rand(2, 4, 16).astype("float32")
+    >>> memory = np.random.rand(2, 7, 16).astype("float32")
+    >>> block = TransformerDecoderBlock(num_heads=4, ff_dim=32)
+    >>> tuple(block(target, memory).shape)
+    (2, 4, 16)
+    >>> y, self_w, cross_w = block(target, memory, return_attention_scores=True)
+    >>> tuple(self_w.shape), tuple(cross_w.shape)
+    ((2, 4, 4, 4), (2, 4, 4, 7))
+
+    References:
+        - Vaswani et al., "Attention Is All You Need", NeurIPS 2017,
+          Sections 3.1-3.3 and 5.4.
+        - Xiong et al., "On Layer Normalization in the Transformer
+          Architecture", ICML 2020.
+    """
+
+    def build(self, decoder_sequence_shape, encoder_sequence_shape):
+        d_model = check_block_input(self, decoder_sequence_shape, "decoder_sequence")
+        d_enc = check_block_input(self, encoder_sequence_shape, "encoder_sequence")
+        d_k = check_heads(self, d_model)
+        validation.parameter_budget(
+            self.name,
+            attention_weight_count(d_model)
+            + attention_weight_count(max(d_model, d_enc))
+            + feedforward_weight_count(d_model, self.ff_dim)
+            + 6 * d_model,  # three layer norms
+        )
+        self.self_attention = self._attention("self_attention", d_k)
+        self.self_attention_layer_norm = self._layer_norm("self_attention_layer_norm")
+        self.self_attention_dropout = self._dropout("self_attention_dropout", 1)
+        self.cross_attention = self._attention("cross_attention", d_k)
+        self.cross_attention_layer_norm = self._layer_norm("cross_attention_layer_norm")
+        self.cross_attention_dropout = self._dropout("cross_attention_dropout", 3)
+        decoder_shape, encoder_shape = (None, None, d_model), (None, None, d_enc)
+        self.self_attention.build(decoder_shape, decoder_shape)
+        self.self_attention_layer_norm.build(decoder_shape)
+        self.cross_attention.build(decoder_shape, encoder_shape)
+        self.cross_attention_layer_norm.build(decoder_shape)
+        self._build_feedforward(d_model)
+        self.built = True
+
+    def call(
+        self,
+        decoder_sequence,
+        encoder_sequence,
+        decoder_sequence_mask=None,
+        encoder_sequence_mask=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        length = ops.shape(decoder_sequence)[1]
+        self_mask = masks.attention_mask(  # padding and causal, (batch, T_dec, T_dec)
+            decoder_sequence_mask,
+            decoder_sequence_mask,
+            causal=True,
+            query_length=length,
+            value_length=length,
+        )
+        cross_mask = masks.attention_mask(  # padding, (batch, T_dec, T_enc)
+            decoder_sequence_mask, encoder_sequence_mask
+        )
+
+        # Causal self-attention sublayer.
+        residual = decoder_sequence
+        x = self.self_attention_layer_norm(residual) if self.norm_first else residual
+        x, self_scores = self._multi_head(
+            self.self_attention, x, x, self_mask, training, return_attention_scores
+        )
+        x = self.self_attention_dropout(x, training=training)
+        x = residual + x
+        if not self.norm_first:
+            x = self.self_attention_layer_norm(x)
+
+        # Cross-attention sublayer: queries from the decoder, keys and values
+        # from the encoder.
+        residual = x
+        if self.norm_first:
+            x = self.cross_attention_layer_norm(x)
+        x, cross_scores = self._multi_head(
+            self.cross_attention, x, encoder_sequence, cross_mask, training, return_attention_scores
+        )
+        x = self.cross_attention_dropout(x, training=training)
+        x = residual + x
+        if not self.norm_first:
+            x = self.cross_attention_layer_norm(x)
+
+        # Feed-forward sublayer.
+        x = self._feedforward_sublayer(x, training)
+        if return_attention_scores:
+            return x, self_scores, cross_scores
+        return x

@@ -1,0 +1,305 @@
+"""One Transformer encoder block (Vaswani et al. 2017), post-LN or pre-LN."""
+
+from __future__ import annotations
+
+import keras
+from keras import activations, ops
+
+from keras_seq import validation
+from keras_seq.layers import masks
+
+_REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
+
+
+def check_block_input(layer, shape, what="inputs"):
+    """Returns the feature size `d_model` of a `(batch, time, d_model)` shape, or raises."""
+    if len(shape) != 3 or shape[-1] is None:
+        raise ValueError(
+            f"{type(layer).__name__} expects {what} of shape (batch, time, d_model) with a "
+            f"known d_model, got shape {tuple(shape)}."
+        )
+    return int(shape[-1])
+
+
+def check_heads(layer, d_model):
+    """Returns `d_k = d_model / h`, or raises naming both when `h` does not divide `d_model`."""
+    if d_model % layer.num_heads:
+        raise ValueError(
+            f"{type(layer).__name__}: the model dimension d_model={d_model} (the inputs' last "
+            f"axis) is not divisible by num_heads={layer.num_heads}; each head gets "
+            "d_k = d_model / num_heads features."
+        )
+    return d_model // layer.num_heads
+
+
+def attention_weight_count(d_model):
+    """Weights of one `MultiHeadAttention` with `d_k = d_model / h`: W_Q, W_K, W_V, W_O, biases."""
+    return 4 * d_model * d_model + 4 * d_model
+
+
+def feedforward_weight_count(d_model, ff_dim):
+    """Weights of the position-wise feed-forward network."""
+    return 2 * d_model * ff_dim + ff_dim + d_model
+
+
+class _MultiHeadAttention(keras.layers.MultiHeadAttention):
+    """`keras.layers.MultiHeadAttention` in which a query that may read no key reads nothing.
+
+    Keras gives such a query (all its keys masked: a padded query step, or a
+    decoder row whose encoder sequence is all padding) uniform weights over
+    every key, so its output would depend on what the padding holds. Here its
+    weights and its context are zero, as in every keras_seq attention layer
+    (see `keras_seq.layers.masks`); everything else, weights included, is
+    Keras's. The blocks build it in `build()`; it is never serialized alone.
+    """
+
+    def _compute_attention(
+        self, query, key, value, attention_mask=None, training=None, return_attention_scores=False
+    ):
+        context, weights = super()._compute_attention(
+            query, key, value, attention_mask, training, return_attention_scores
+        )
+        if attention_mask is None:
+            return context, weights
+        readable = ops.any(ops.cast(attention_mask, "bool"), axis=-1)  # (batch, Tq)
+        context = ops.where(  # (batch, Tq, heads, d_k)
+            readable[:, :, None, None], context, ops.zeros_like(context)
+        )
+        if weights is not None:  # (batch, heads, Tq, Tv)
+            weights = ops.where(readable[:, None, :, None], weights, ops.zeros_like(weights))
+        return context, weights
+
+
+class TransformerBlockBase(keras.layers.Layer):
+    """Arguments, validation, config and sublayer factories shared by both blocks."""
+
+    def __init__(
+        self,
+        num_heads,
+        ff_dim,
+        dropout=0.0,
+        norm_first=False,
+        activation="relu",
+        layer_norm_epsilon=1e-5,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = validation.positive_int("num_heads", num_heads, validation.MAX_UNITS)
+        self.ff_dim = validation.positive_int("ff_dim", ff_dim, validation.MAX_UNITS)
+        self.dropout = validation.rate("dropout", dropout)
+        self.norm_first = validation.boolean("norm_first", norm_first)
+        try:
+            self.activation = activations.get(activation)
+        except ValueError:
+            raise validation.invalid(
+                "activation", "the name of a Keras activation or a callable", activation
+            ) from None
+        self.layer_norm_epsilon = validation.positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
+        self.seed = None if seed is None else validation.seed("seed", seed)
+        self.supports_masking = True
+
+    # Sublayers, each named by its role ---------------------------------------
+
+    def _attention(self, name, d_k):
+        # Dropout here would act on the attention weights, which the paper does
+        # not do and which would stop MultiHeadAttention using the fused kernel.
+        return _MultiHeadAttention(
+            num_heads=self.num_heads, key_dim=d_k, name=name, dtype=self.dtype_policy
+        )
+
+    def _layer_norm(self, name):
+        return keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name=name, dtype=self.dtype_policy
+        )
+
+    def _dropout(self, name, offset):
+        seed = None if self.seed is None else self.seed + offset
+        return keras.layers.Dropout(self.dropout, seed=seed, name=name, dtype=self.dtype_policy)
+
+    def _multi_head(self, attention, query, value, mask, training, scores):
+        """MultiHead(query, value, value) and, with `scores`, its weights (else None)."""
+        # MultiHeadAttention clears the Keras masks of the tensors it is given.
+        # Hand it copies, so that the caller's tensors keep theirs: an encoder
+        # output that feeds several decoder blocks must stay masked for each.
+        query_copy = ops.copy(query)
+        value_copy = query_copy if value is query else ops.copy(value)
+        outputs = attention(
+            query_copy,
+            value_copy,
+            attention_mask=mask,
+            return_attention_scores=scores,
+            training=training,
+        )
+        return outputs if scores else (outputs, None)
+
+    def _build_feedforward(self, d_model):
+        self.feedforward_layer_norm = self._layer_norm("feedforward_layer_norm")
+        self.feedforward_intermediate_dense = keras.layers.Dense(
+            self.ff_dim,
+            activation=self.activation,
+            name="feedforward_intermediate_dense",
+            dtype=self.dtype_policy,
+        )
+        self.feedforward_output_dense = keras.layers.Dense(
+            d_model, name="feedforward_output_dense", dtype=self.dtype_policy
+        )
+        self.feedforward_dropout = self._dropout("feedforward_dropout", 2)
+        shape = (None, None, d_model)
+        self.feedforward_layer_norm.build(shape)
+        self.feedforward_intermediate_dense.build(shape)
+        self.feedforward_output_dense.build((None, None, self.ff_dim))
+
+    def _feedforward_sublayer(self, x, training):
+        """x + Dropout(FFN(x)), normalised before (pre-LN) or after (post-LN)."""
+        residual = x
+        if self.norm_first:
+            x = self.feedforward_layer_norm(x)
+        x = self.feedforward_intermediate_dense(x)  # activation(x W_1 + b_1)
+        x = self.feedforward_output_dense(x)  # (...) W_2 + b_2
+        x = self.feedforward_dropout(x, training=training)
+        x = residual + x
+        if not self.norm_first:
+            x = self.feedforward_layer_norm(x)
+        return x
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "ff_dim": self.ff_dim,
+            "dropout": self.dropout,
+            "norm_first": self.norm_first,
+            "activation": activations.serialize(self.activation),
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "seed": self.seed,
+        }
+
+
+@_REGISTER
+class TransformerEncoderBlock(TransformerBlockBase):
+    """Multi-head self-attention and a position-wise feed-forward network.
+
+    Each of the two sublayers is wrapped in a residual connection and layer
+    normalisation. With `norm_first=False` (the paper, "post-LN"):
+
+        x = LayerNorm(x + Dropout(MultiHead(x, x, x)))
+        y = LayerNorm(x + Dropout(FFN(x)))
+
+    and with `norm_first=True` ("pre-LN": the Annotated Transformer, ViT,
+    GPT-2), the norm is first, as opposed to last:
+
+        x = x + Dropout(MultiHead(LayerNorm(x)))
+        y = x + Dropout(FFN(LayerNorm(x)))
+
+    where, with `h = num_heads` and `d_k = d_model / h`,
+
+        MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O
+        head_i = softmax((Q W_i^Q)(K W_i^K)ᵀ / √d_k) (V W_i^V)
+        FFN(x) = activation(x W_1 + b_1) W_2 + b_2
+
+    Pre-LN keeps gradients well scaled at initialisation and trains without
+    learning-rate warm-up (Xiong et al. 2020); a stack of pre-LN blocks needs
+    one `LayerNormalization` after its last block, as in the Annotated
+    Transformer and ViT. Without positional information the block is
+    permutation-equivariant: add `SinusoidalPositionalEncoding` or
+    `LearnedPositionalEmbedding` before it.
+
+    Attention is `keras.layers.MultiHeadAttention`, which runs the backend's
+    fused kernel (`keras.ops.dot_product_attention`) unless attention scores
+    are requested. `dropout` is the paper's residual dropout, applied to the
+    output of each sublayer before the residual addition; unlike keras-hub
+    and the Annotated Transformer it does not drop attention weights (which
+    the paper does not do, and which would rule out the fused kernel).
+
+    Padding: a Keras mask (e.g. from `Embedding(mask_zero=True)`) or `mask`
+    stops every query from attending to padded steps, via
+    `keras_seq.layers.masks.attention_mask`; outputs at real steps do not
+    depend on what the padding holds, and the mask is passed on. As in every
+    keras_seq attention layer, a padded query step reads nothing: its
+    attention weights and context vector are zero (Keras's own layer would
+    give it uniform weights over all steps, padding included).
+
+    Sublayers, named by role: `self_attention`, `self_attention_layer_norm`,
+    `self_attention_dropout`, `feedforward_intermediate_dense`,
+    `feedforward_output_dense`, `feedforward_layer_norm`,
+    `feedforward_dropout`.
+
+    Args:
+        num_heads: `h`, the number of attention heads; must divide the
+            inputs' feature size `d_model`.
+        ff_dim: The inner size `d_ff` of the feed-forward network (2048 for
+            `d_model = 512` in the paper).
+        dropout: Residual dropout rate, `P_drop` (0.1 in the paper).
+        norm_first: False for the paper's post-LN order, True for pre-LN.
+        activation: The feed-forward activation: `"relu"` in the paper,
+            `"gelu"` in BERT and ViT.
+        layer_norm_epsilon: The epsilon of both layer normalisations.
+        seed: Optional seed of the dropout layers.
+
+    Call arguments:
+        inputs: `(batch, time, d_model)`.
+        mask: Optional boolean `(batch, time)`, True at real steps; defaults
+            to the Keras mask of `inputs`.
+        training: Whether dropout is applied.
+        return_attention_scores: Also return the attention weights.
+
+    Returns:
+        `(batch, time, d_model)`; with `return_attention_scores=True`, also
+        the weights `(batch, num_heads, time, time)`.
+
+    Example:
+
+    >>> x = np.random.rand(2, 5, 16).astype("float32")
+    >>> tuple(TransformerEncoderBlock(num_heads=4, ff_dim=32)(x).shape)
+    (2, 5, 16)
+    >>> y, w = TransformerEncoderBlock(4, 32, norm_first=True)(x, return_attention_scores=True)
+    >>> tuple(w.shape)
+    (2, 4, 5, 5)
+
+    References:
+        - Vaswani et al., "Attention Is All You Need", NeurIPS 2017,
+          Sections 3.1-3.3 and 5.4.
+        - Xiong et al., "On Layer Normalization in the Transformer
+          Architecture", ICML 2020.
+        - Dosovitskiy et al., "An Image is Worth 16x16 Words", ICLR 2021
+          (arXiv 2020), Equations 2-3 (pre-LN).
+    """
+
+    def build(self, input_shape):
+        d_model = check_block_input(self, input_shape)
+        d_k = check_heads(self, d_model)
+        validation.parameter_budget(
+            self.name,
+            attention_weight_count(d_model)
+            + feedforward_weight_count(d_model, self.ff_dim)
+            + 4 * d_model,  # two layer norms
+        )
+        self.self_attention = self._attention("self_attention", d_k)
+        self.self_attention_layer_norm = self._layer_norm("self_attention_layer_norm")
+        self.self_attention_dropout = self._dropout("self_attention_dropout", 1)
+        shape = (None, None, d_model)
+        self.self_attention.build(shape, shape)
+        self.self_attention_layer_norm.build(shape)
+        self._build_feedforward(d_model)
+        self.built = True
+
+    def call(self, inputs, mask=None, training=None, return_attention_scores=False):
+        attention_mask = masks.attention_mask(query_mask=mask, value_mask=mask)
+
+        # Self-attention sublayer.
+        residual = inputs
+        x = self.self_attention_layer_norm(inputs) if self.norm_first else inputs
+        x, scores = self._multi_head(
+            self.self_attention, x, x, attention_mask, training, return_attention_scores
+        )
+        x = self.self_attention_dropout(x, training=training)
+        x = residual + x
+        if not self.norm_first:
+            x = self.self_attention_layer_norm(x)
+
+        # Feed-forward sublayer.
+        x = self._feedforward_sublayer(x, training)
+        return (x, scores) if return_attention_scores else x

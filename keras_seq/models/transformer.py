@@ -1,0 +1,377 @@
+"""Transformer models built from keras_seq's blocks: a sequence classifier and the ViT.
+
+    tokens ─▶ Embedding ─▶ [class token] ─▶ + positions ─▶ N × encoder block
+           ─▶ mean over real steps | class token ─▶ classifier
+
+    image ─▶ patches ─▶ class token ─▶ + learned positions ─▶ N × pre-LN block
+          ─▶ LayerNorm ─▶ class token ─▶ classifier
+
+Both models are plain functional `keras.Model`s of registered layers (no
+`Lambda`), so they save to `.keras` files that reload with `safe_mode=True`
+once `keras_seq` is imported. The classifier head is a softmax, as in
+`recurrent_model`, so `compile_for(model, task.targets)` compiles both.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import keras
+
+from keras_seq import validation
+from keras_seq.layers import (
+    ClassToken,
+    LearnedPositionalEmbedding,
+    PatchEmbedding,
+    SinusoidalPositionalEncoding,
+    TransformerEncoderBlock,
+)
+from keras_seq.tasks.base import ImageSpec
+
+POOLINGS = ("mean", "class_token")
+POSITIONS = ("sinusoidal", "learned")
+
+# ViT's initialisation of its position table (Dosovitskiy et al. 2020, in their code).
+_POSITION_STDDEV = 0.02
+
+
+@keras.saving.register_keras_serializable(package="keras_seq")
+class ClassTokenPooling(keras.layers.Layer):
+    """Keeps the first token of each sequence, the class token, and drops the others.
+
+    `outputs[b] = inputs[b, 0]`: the representation a ViT or BERT classifies,
+    `z_L^0` in Dosovitskiy et al. (2020), Eq. 4. A Keras mask on the input is
+    consumed (the output is one vector per sequence).
+
+    Call arguments:
+        inputs: `(batch, time, d)`, the class token first.
+
+    Returns:
+        `(batch, d)`.
+
+    Example:
+
+    >>> x = np.arange(12, dtype="float32").reshape(1, 3, 4)
+    >>> keras.ops.convert_to_numpy(ClassTokenPooling()(x)).tolist()
+    [[0.0, 1.0, 2.0, 3.0]]
+
+    References:
+        - Devlin et al., "BERT: Pre-training of Deep Bidirectional
+          Transformers for Language Understanding", NAACL 2019.
+        - Dosovitskiy et al., "An Image is Worth 16x16 Words: Transformers for
+          Image Recognition at Scale", ICLR 2021 (arXiv:2010.11929, 2020).
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    def call(self, inputs, mask=None):
+        return inputs[:, 0, :]  # (batch, d)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[2])
+
+
+@keras.saving.register_keras_serializable(package="keras_seq")
+class MaskedMeanPooling(keras.layers.Layer):
+    """The mean of each sequence over its real (unmasked) steps; zeros for an empty one.
+
+        outputs[b] = Σ_t m[b, t] x[b, t] / max(1, Σ_t m[b, t])
+
+    with `m` the Keras mask (all ones without one). Like
+    `keras.layers.GlobalAveragePooling1D`, except that a sequence with no real
+    step (all padding) gives a zero vector instead of `0 / 0 = NaN`, which
+    would poison a whole batch's loss.
+
+    Call arguments:
+        inputs: `(batch, time, d)`.
+        mask: Optional boolean `(batch, time)`, True at real steps; defaults
+            to the Keras mask of `inputs`.
+
+    Returns:
+        `(batch, d)`, in the dtype of `inputs`.
+
+    Example:
+
+    >>> x = np.array([[[1.0], [3.0], [100.0]]], "float32")
+    >>> keras.ops.convert_to_numpy(MaskedMeanPooling()(x, mask=np.array([[1, 1, 0]], bool)))
+    array([[2.]], dtype=float32)
+
+    References:
+        - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return keras.ops.mean(inputs, axis=1)
+        weights = keras.ops.expand_dims(keras.ops.cast(mask, inputs.dtype), -1)  # (batch, time, 1)
+        total = keras.ops.sum(inputs * weights, axis=1)  # (batch, d)
+        count = keras.ops.maximum(keras.ops.sum(weights, axis=1), 1.0)  # (batch, 1)
+        return total / count
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[2])
+
+
+def transformer_classifier(
+    vocab_size,
+    max_length,
+    num_classes,
+    *,
+    embed_dim=64,
+    depth=2,
+    num_heads=4,
+    ff_dim=128,
+    pooling="mean",
+    positions="sinusoidal",
+    norm_first=False,
+    dropout=0.0,
+    name="transformer_classifier",
+):
+    """A Transformer encoder that classifies token sequences.
+
+    Token ids go through `Embedding(vocab_size, embed_dim, mask_zero=True)`
+    (id 0 is padding and is masked everywhere after), get their positions
+    added, pass `depth` `TransformerEncoderBlock`s (Vaswani et al. 2017) and
+    are pooled into one vector, which a softmax layer classifies:
+
+    - `pooling="mean"`: the mean over the real (unmasked) steps
+      (`MaskedMeanPooling`: a sequence of padding only gives zeros, not NaN).
+    - `pooling="class_token"`: a learned token is put before the sequence
+      (BERT's `[CLS]`) and its final state is classified. It is never masked.
+
+    With `norm_first=True` (pre-LN) a `LayerNormalization` follows the last
+    block, as in ViT and the Annotated Transformer. Unlike the paper, the
+    embeddings are not multiplied by `√d_model`.
+
+    Args:
+        vocab_size: Number of token ids, padding (id 0) included.
+        max_length: Tokens per sequence; the model's input is
+            `(batch, max_length)` int32, padded with 0.
+        num_classes: Number of classes, at least 2.
+        embed_dim: `d_model`, the width of every token vector. Default 64.
+        depth: Number of encoder blocks. Default 2.
+        num_heads: Attention heads per block; must divide `embed_dim`.
+            Default 4.
+        ff_dim: Inner size of each block's feed-forward network. Default 128.
+        pooling: `"mean"` (default) or `"class_token"`.
+        positions: `"sinusoidal"` (default, the paper's fixed encoding) or
+            `"learned"` (a trained table, BERT and ViT).
+        norm_first: False (default) for the paper's post-LN blocks, True for
+            pre-LN.
+        dropout: Dropout rate after the positions and inside every block (the
+            paper's residual dropout). Default 0.
+        name: Name of the model.
+
+    Returns:
+        An uncompiled functional `keras.Model` from `(batch, max_length)`
+        int32 ids to `(batch, num_classes)` class probabilities. Its layers:
+        `token_embedding`, (`class_token`), `position_encoding` or
+        `position_embedding`, `embedding_dropout`, `encoder_block_0` …,
+        (`encoder_layer_norm`), `mean_pooling` or `class_token_pooling`,
+        `classifier`.
+
+    Example:
+
+    >>> model = transformer_classifier(vocab_size=100, max_length=20, num_classes=3)
+    >>> model.output_shape
+    (None, 3)
+
+    References:
+        - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
+        - Devlin et al., "BERT: Pre-training of Deep Bidirectional
+          Transformers for Language Understanding", NAACL 2019.
+    """
+    vocab_size = validation.int_in_range("vocab_size", vocab_size, 2, validation.MAX_LAYER_PARAMS)
+    max_length = validation.positive_int("max_length", max_length, validation.MAX_LAYER_PARAMS)
+    num_classes = validation.int_in_range("num_classes", num_classes, 2, validation.MAX_UNITS)
+    embed_dim, depth, num_heads, ff_dim = _check_stack(embed_dim, depth, num_heads, ff_dim)
+    pooling = validation.one_of("pooling", pooling, POOLINGS)
+    positions = validation.one_of("positions", positions, POSITIONS)
+    norm_first = validation.boolean("norm_first", norm_first)
+    dropout = validation.rate("dropout", dropout)
+    validation.parameter_budget("token_embedding", vocab_size * embed_dim)
+
+    tokens = keras.Input(shape=(max_length,), dtype="int32", name="tokens")
+    embedding = keras.layers.Embedding(
+        vocab_size, embed_dim, mask_zero=True, name="token_embedding"
+    )
+    x = embedding(tokens)  # (batch, max_length, embed_dim), masked where id == 0
+    num_tokens = max_length
+    if pooling == "class_token":
+        x = ClassToken(name="class_token")(x)  # (batch, 1 + max_length, embed_dim)
+        num_tokens += 1
+    if positions == "sinusoidal":
+        x = SinusoidalPositionalEncoding(name="position_encoding")(x)
+    else:
+        x = LearnedPositionalEmbedding(num_tokens, name="position_embedding")(x)
+    x = keras.layers.Dropout(dropout, name="embedding_dropout")(x)
+    x = _encoder_stack(x, depth, num_heads, ff_dim, dropout, norm_first, "relu", 1e-5)
+    if pooling == "mean":
+        x = MaskedMeanPooling(name="mean_pooling")(x)  # mean over the real steps
+    else:
+        x = ClassTokenPooling(name="class_token_pooling")(x)
+    probabilities = keras.layers.Dense(num_classes, activation="softmax", name="classifier")(x)
+    return keras.Model(tokens, probabilities, name=name)
+
+
+def vision_transformer(
+    image_shape,
+    patch_size,
+    embed_dim,
+    depth,
+    num_heads,
+    mlp_dim,
+    num_classes,
+    *,
+    dropout=0.0,
+    layer_norm_epsilon=1e-6,
+    name="vision_transformer",
+):
+    """The Vision Transformer (ViT) of Dosovitskiy et al. (2020).
+
+    An image is cut into `N = (H / P) · (W / P)` patches of `P × P` pixels,
+    each flattened and projected to `D = embed_dim` features; a learned class
+    token is put first, a learned position embedding added, and the `N + 1`
+    tokens pass `depth` pre-LN encoder blocks with GELU feed-forward networks
+    (Eqs. 1-4 of the paper):
+
+        z_0 = [x_class; x_p^1 E; …; x_p^N E] + E_pos
+        z'_l = MSA(LN(z_{l−1})) + z_{l−1}            l = 1 … depth
+        z_l = MLP(LN(z'_l)) + z'_l
+        y = LN(z_L^0)
+
+    and `y` goes to a softmax classifier (the paper's fine-tuning head, one
+    linear layer). The position table starts from `N(0, 0.02²)` as in the
+    paper's code. There is no 2D structure in the positions: they learn it
+    (see `keras_seq.diagnostics.position_similarity`).
+
+    Args:
+        image_shape: `(height, width, channels)`, or an `ImageSpec` (e.g.
+            `task.inputs`). Height and width must be multiples of
+            `patch_size`.
+        patch_size: `P`, the side of a square patch in pixels.
+        embed_dim: `D`, the width of every token; a multiple of `num_heads`.
+        depth: Number of encoder blocks.
+        num_heads: Attention heads per block.
+        mlp_dim: Inner size of each block's MLP (4·D in the paper's models).
+        num_classes: Number of classes, at least 2.
+        dropout: Dropout rate after the position embedding and inside every
+            block. Default 0.
+        layer_norm_epsilon: Epsilon of every layer normalisation. Default
+            1e-6, as in the paper's code.
+        name: Name of the model.
+
+    Returns:
+        An uncompiled functional `keras.Model` from `(batch, H, W, C)`
+        float32 images to `(batch, num_classes)` class probabilities. Its
+        layers: `patch_embedding`, `class_token`, `position_embedding`,
+        `embedding_dropout`, `encoder_block_0` …, `encoder_layer_norm`,
+        `class_token_pooling`, `classifier`.
+
+    Raises:
+        ValueError: before anything is built, when the image size is not a
+            multiple of the patch size or `embed_dim` not of `num_heads`.
+
+    Example:
+
+    >>> model = vision_transformer((8, 8, 1), 2, 32, 2, 4, 64, 10)
+    >>> model.get_layer("position_embedding").max_length  # 16 patches + class token
+    17
+
+    References:
+        - Dosovitskiy et al., "An Image is Worth 16x16 Words: Transformers for
+          Image Recognition at Scale", ICLR 2021 (arXiv:2010.11929, 2020).
+        - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
+    """
+    height, width, channels = _image_shape(image_shape)
+    patch_size = validation.positive_int("patch_size", patch_size, validation.MAX_UNITS)
+    embed_dim, depth, num_heads, mlp_dim = _check_stack(
+        embed_dim, depth, num_heads, mlp_dim, "mlp_dim"
+    )
+    num_classes = validation.int_in_range("num_classes", num_classes, 2, validation.MAX_UNITS)
+    dropout = validation.rate("dropout", dropout)
+    layer_norm_epsilon = validation.positive_float("layer_norm_epsilon", layer_norm_epsilon)
+    if height % patch_size or width % patch_size:
+        raise ValueError(
+            f"Received an invalid value for argument `patch_size`, expected a divisor of the "
+            f"image height {height} and width {width}, got {patch_size!r}."
+        )
+    num_patches = (height // patch_size) * (width // patch_size)
+
+    images = keras.Input(shape=(height, width, channels), name="images")
+    x = PatchEmbedding(patch_size, embed_dim, name="patch_embedding")(images)  # (batch, N, D)
+    x = ClassToken(name="class_token")(x)  # (batch, N + 1, D)
+    x = LearnedPositionalEmbedding(
+        num_patches + 1,
+        embeddings_initializer=keras.initializers.RandomNormal(stddev=_POSITION_STDDEV),
+        name="position_embedding",
+    )(x)
+    x = keras.layers.Dropout(dropout, name="embedding_dropout")(x)
+    x = _encoder_stack(x, depth, num_heads, mlp_dim, dropout, True, "gelu", layer_norm_epsilon)
+    x = ClassTokenPooling(name="class_token_pooling")(x)  # (batch, D)
+    probabilities = keras.layers.Dense(num_classes, activation="softmax", name="classifier")(x)
+    return keras.Model(images, probabilities, name=name)
+
+
+def _encoder_stack(x, depth, num_heads, ff_dim, dropout, norm_first, activation, epsilon):
+    for index in range(depth):
+        x = TransformerEncoderBlock(
+            num_heads,
+            ff_dim,
+            dropout=dropout,
+            norm_first=norm_first,
+            activation=activation,
+            layer_norm_epsilon=epsilon,
+            name=f"encoder_block_{index}",
+        )(x)
+    if norm_first:
+        # Pre-LN blocks leave their output unnormalised: one norm after the last.
+        x = keras.layers.LayerNormalization(epsilon=epsilon, name="encoder_layer_norm")(x)
+    return x
+
+
+def _check_stack(embed_dim, depth, num_heads, ff_dim, ff_name="ff_dim"):
+    embed_dim = validation.positive_int("embed_dim", embed_dim, validation.MAX_UNITS)
+    depth = validation.positive_int("depth", depth, 1000)
+    num_heads = validation.positive_int("num_heads", num_heads, validation.MAX_UNITS)
+    ff_dim = validation.positive_int(ff_name, ff_dim, validation.MAX_UNITS)
+    if embed_dim % num_heads:
+        raise ValueError(
+            f"Received an invalid value for argument `num_heads`, expected a divisor of "
+            f"embed_dim={embed_dim} (each head gets embed_dim / num_heads features), "
+            f"got {num_heads!r}."
+        )
+    return embed_dim, depth, num_heads, ff_dim
+
+
+def _image_shape(image_shape):
+    if isinstance(image_shape, ImageSpec):
+        return image_shape.shape
+    if (
+        not isinstance(image_shape, (tuple, list))
+        or len(image_shape) != 3
+        or not all(
+            isinstance(side, numbers.Integral) and not isinstance(side, bool) and side > 0
+            for side in image_shape
+        )
+    ):
+        raise validation.invalid(
+            "image_shape",
+            "(height, width, channels) as positive integers, or an ImageSpec",
+            image_shape,
+        )
+    return tuple(int(side) for side in image_shape)

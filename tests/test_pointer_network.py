@@ -49,7 +49,6 @@ from keras_seq.models.pointer import (
     AvailablePositions,
     GatherSteps,
     ShiftRight,
-    StepwisePointerAttention,
 )
 from keras_seq.tasks import sort_numbers
 
@@ -159,38 +158,18 @@ def _attention_with_numpy_weights(cls, d_q, d_k, units, seed):
 
 
 @agnostic
-def test_stepwise_pointer_attention_matches_the_paper_with_a_mask_per_step():
+def test_pointer_attention_matches_the_paper_with_a_mask_per_step():
     rng = np.random.default_rng(3)
     e = rng.standard_normal((2, 5, 4)).astype("float32")  # encoder states
     d = rng.standard_normal((2, 3, 6)).astype("float32")  # decoder states
     mask = rng.random((2, 3, 5)) < 0.6
     mask[..., 0] = True  # every step can point somewhere
-    layer, w_1, w_2, v = _attention_with_numpy_weights(StepwisePointerAttention, 6, 4, 7, seed=4)
+    layer, w_1, w_2, v = _attention_with_numpy_weights(PointerAttention, 6, 4, 7, seed=4)
 
     p = _numpy(layer(d, e, value_mask=mask))
 
     np.testing.assert_allclose(p, _pointer_numpy(d, e, w_1, w_2, v, mask), atol=1e-6)
     assert np.all(p[~mask] == 0.0)
-
-
-@agnostic
-def test_stepwise_pointer_attention_with_one_mask_for_all_steps_is_pointer_attention():
-    rng = np.random.default_rng(5)
-    e = rng.standard_normal((2, 5, 4)).astype("float32")
-    d = rng.standard_normal((2, 3, 4)).astype("float32")
-    mask = np.array([[True, False, True, True, False], [True] * 5])
-    stepwise, *_ = _attention_with_numpy_weights(StepwisePointerAttention, 4, 4, 6, seed=6)
-    plain, *_ = _attention_with_numpy_weights(PointerAttention, 4, 4, 6, seed=6)
-
-    np.testing.assert_array_equal(
-        _numpy(stepwise(d, e, value_mask=mask)), _numpy(plain(d, e, value_mask=mask))
-    )
-    np.testing.assert_array_equal(
-        _numpy(stepwise(d[:, 0], e, value_mask=mask)), _numpy(plain(d[:, 0], e, value_mask=mask))
-    )
-
-
-# ------------------------------------------------------------------------- teacher forcing
 
 
 @agnostic
@@ -394,9 +373,7 @@ def test_decode_refuses_non_boolean_flags():
 
 
 @agnostic
-@pytest.mark.parametrize(
-    "cls", [PointerNetwork, GatherSteps, ShiftRight, AvailablePositions, StepwisePointerAttention]
-)
+@pytest.mark.parametrize("cls", [PointerNetwork, GatherSteps, ShiftRight, AvailablePositions])
 def test_classes_are_registered_under_keras_seq(cls):
     assert keras.saving.get_registered_name(cls) == f"keras_seq>{cls.__name__}"
     assert keras.saving.get_registered_object(f"keras_seq>{cls.__name__}") is cls
@@ -409,7 +386,6 @@ def test_classes_are_registered_under_keras_seq(cls):
         GatherSteps(name="g"),
         ShiftRight(learned_start=False, start_initializer="zeros", name="s"),
         AvailablePositions(name="a"),
-        StepwisePointerAttention(5, name="p"),
     ],
     ids=lambda layer: type(layer).__name__,
 )

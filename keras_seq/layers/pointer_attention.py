@@ -43,7 +43,9 @@ class PointerAttention(BaseAttention):
         query_mask: Optional boolean `(batch, Tq)` (or `(batch,)`); masked
             decoder steps get all-zero output. Defaults to `query`'s Keras mask.
         value_mask: Optional boolean `(batch, Tv)`, False at positions that
-            may not be chosen. Defaults to `value`'s Keras mask.
+            may not be chosen, or `(batch, Tq, Tv)` with a query sequence for
+            a different mask at each decoder step (the positions already
+            chosen). Defaults to `value`'s Keras mask.
         return_attention_scores: Accepted for the shared calling convention;
             the output already is the distribution, so the layer then returns
             it twice.

@@ -202,55 +202,6 @@ class AvailablePositions(keras.layers.Layer):
         return ops.equal(chosen_before, 0)
 
 
-@_REGISTER
-class StepwisePointerAttention(PointerAttention):
-    """`PointerAttention` that also takes a separate value mask for each query step.
-
-    `keras_seq.layers.PointerAttention` takes one `value_mask` `(batch, Tv)`
-    for all query steps. A teacher-forced decoder that excludes the positions
-    already chosen needs a different mask at every step; this layer accepts
-    `value_mask` of shape `(batch, Tq, Tv)` as well, and is otherwise the
-    same layer (same weights, scores and masked softmax):
-
-        p_i = masked_softmax(vᵀ tanh(W_1 e_j + W_2 d_i), value_mask[:, i, :])
-
-    Args:
-        units: Positive integer, the hidden size of the score network.
-        kernel_initializer: Initializer of `W_1`, `W_2` and `v`.
-        **kwargs: Base layer keywords (`name`, `dtype`, ...).
-
-    Call arguments:
-        query, value, key, query_mask, return_attention_scores, training: As
-            for `PointerAttention`.
-        value_mask: Optional boolean `(batch, Tv)`, or `(batch, Tq, Tv)` with
-            a query sequence `(batch, Tq, d_q)`: False where step `i` may not
-            point. Masked positions get probability exactly 0.
-
-    Returns:
-        The distribution `p`, `(batch, Tv)` or `(batch, Tq, Tv)`.
-
-    Example:
-
-    >>> e = np.random.rand(1, 3, 4).astype("float32")
-    >>> d = np.random.rand(1, 2, 4).astype("float32")
-    >>> mask = np.array([[[True, True, True], [False, True, True]]])
-    >>> p = keras.ops.convert_to_numpy(StepwisePointerAttention(8)(d, e, value_mask=mask))
-    >>> float(p[0, 1, 0]), bool(p[0, 0, 0] > 0)
-    (0.0, True)
-
-    References:
-        - Vinyals, Fortunato & Jaitly, "Pointer Networks", NeurIPS 2015.
-    """
-
-    def attention_mask(self, query, key, query_mask, value_mask):
-        if value_mask is None or len(value_mask.shape) != 3:
-            return super().attention_mask(query, key, query_mask, value_mask)
-        mask = ops.cast(value_mask, "bool")  # (batch, Tq, Tv)
-        if query_mask is not None:
-            mask = ops.logical_and(mask, ops.expand_dims(ops.cast(query_mask, "bool"), -1))
-        return mask
-
-
 def _recurrent(cell, units, name):
     """The encoder or decoder: every step's output and the final state."""
     kwargs = {"return_sequences": True, "return_state": True, "name": name}
@@ -355,7 +306,7 @@ class PointerNetwork(keras.Model):
         decoder = _recurrent(cell, units, "decoder")
         pointed_inputs = GatherSteps(name="pointed_inputs")
         decoder_inputs = ShiftRight(name="decoder_inputs")
-        pointer = StepwisePointerAttention(units, name="pointer")
+        pointer = PointerAttention(units, name="pointer")
 
         # === Graph ===
         sequence = keras.Input(shape=(None, input_features), name="sequence")

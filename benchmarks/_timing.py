@@ -1,5 +1,6 @@
 """Shared helpers for the benchmark scripts: interleaved timing, summaries, the run record,
-the peak resident memory of a stretch of work.
+the peak resident memory of a stretch of work, the common command-line flags, and writing
+and printing the results.
 
 Imports no Keras, TensorFlow or JAX, so a script can set up its environment (log levels,
 backend) before it imports them. Package versions are read from the installed metadata.
@@ -7,9 +8,12 @@ backend) before it imports them. Package versions are read from the installed me
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import gc
 import importlib.metadata
+import json
+import logging
 import os
 import platform
 import random
@@ -18,6 +22,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+# Where the scripts write their results unless --output-dir says otherwise.
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 # Environment variables that change how fast the numerical libraries run.
 _RELEVANT_ENV = (
@@ -104,6 +112,52 @@ def milliseconds(summary: Mapping[str, float]) -> dict[str, float]:
     return {name: round(1e3 * value, 3) for name, value in summary.items()}
 
 
+def samples_ms(values: Iterable[float]) -> list[float]:
+    """Samples in seconds as milliseconds, rounded to microseconds."""
+    return [round(1e3 * value, 3) for value in values]
+
+
+def warm_up(step: Callable[[], object], steps: int) -> float:
+    """Run `step` once, timed (it traces and compiles), then `steps` more times untimed.
+
+    Returns the seconds the first run took.
+    """
+    start = time.perf_counter()
+    step()
+    first = time.perf_counter() - start
+    for _ in range(steps):
+        step()
+    return first
+
+
+def against_reference(
+    wall: Sequence[float],
+    cpu: Sequence[float],
+    reference_wall: Sequence[float],
+    reference_cpu: Sequence[float],
+) -> tuple[dict[str, object], dict[str, object]]:
+    """A case's samples against its reference's from the same rounds, for the run record.
+
+    Returns `(wall_figures, cpu_figures)`: the wall-clock summary in milliseconds, the samples,
+    the ratio of medians and the summary of the per-round ratios; then the same summary,
+    samples and ratio of medians in CPU time.
+    """
+    summary, cpu_summary = summarize(wall), summarize(cpu)
+    per_round = [mine / theirs for mine, theirs in zip(wall, reference_wall, strict=True)]
+    wall_figures = {
+        "ms_per_step": milliseconds(summary),
+        "samples_ms": samples_ms(wall),
+        "ratio": summary["median"] / statistics.median(reference_wall),
+        "ratio_per_round": summarize(per_round),
+    }
+    cpu_figures = {
+        "cpu_ms_per_step": milliseconds(cpu_summary),
+        "cpu_samples_ms": samples_ms(cpu),
+        "cpu_ratio": cpu_summary["median"] / statistics.median(reference_cpu),
+    }
+    return wall_figures, cpu_figures
+
+
 def environment() -> dict[str, object]:
     """What a reader needs to judge a timing: machine, load, versions, command line."""
     try:
@@ -130,12 +184,34 @@ def environment() -> dict[str, object]:
     }
 
 
+def timing_environment(
+    keras_backend: str,
+    load_before: list[float] | None,
+    version: Callable[[str], str | None] | None = None,
+) -> dict[str, object]:
+    """`environment()` with the load average before and after the timing and the backend.
+
+    Call it once the timing is done; `version` gives the backend's version (default
+    `backend_version`).
+    """
+    record = environment()
+    record["load_average_timing"] = {"start": load_before, "end": load_average()}
+    record["keras_backend"] = keras_backend
+    record["backend_version"] = (version or backend_version)(keras_backend)
+    return record
+
+
 def load_average() -> list[float] | None:
     """The 1, 5 and 15 minute load averages, or None where the system has none."""
     try:
         return [round(value, 2) for value in os.getloadavg()]
     except (AttributeError, OSError):
         return None
+
+
+def format_load(load: Sequence[float] | None) -> str:
+    """The 1-minute load average of `load_average()` for a report, or "n/a"."""
+    return "n/a" if load is None else f"{load[0]:.2f}"
 
 
 def backend_version(backend: str) -> str | None:
@@ -213,6 +289,54 @@ def _looks_numeric(text: str) -> bool:
     return text[:1].isdigit() or text[:1] in "-+."
 
 
+def plural(number: int, noun: str) -> str:
+    """`plural(1, "round")` is "1 round", `plural(2, "round")` "2 rounds"."""
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def markdown_preamble(title: str, record: Mapping) -> list[str]:
+    """The first lines of a results file: title, smoke-run warning, who wrote it and when."""
+    environment = record["environment"]
+    lines = [f"# {title}", ""]
+    if record["settings"]["quick"]:
+        lines += [
+            "> **Smoke run (`--quick`)**: too few steps to mean anything. "
+            "Rerun without `--quick` for a measurement.",
+            "",
+        ]
+    lines += [
+        f"Written by `{environment['command']}` on {environment['date_utc']}; "
+        "rerun the script rather than editing this file.",
+        "",
+    ]
+    return lines
+
+
+def machine_line(environment: Mapping) -> str:
+    """The Markdown list item on the machine and its load around the timing."""
+    load = environment["load_average_timing"]
+    return (
+        f"- Machine: {environment['platform']}, {environment['usable_cpus']} usable CPUs; "
+        f"load average {format_load(load['start'])} before timing, "
+        f"{format_load(load['end'])} after."
+    )
+
+
+def verdict(passed: bool | None) -> str:
+    """A table's result cell: PASS, FAIL, or a dash where nothing is judged."""
+    return {None: "—", True: "PASS", False: "FAIL"}[passed]
+
+
+def target_verdicts(entries: Iterable[Mapping], reference: str) -> list[str]:
+    """One PASS/FAIL line per entry with a target on its ratio to `reference` (named so)."""
+    return [
+        f"{'PASS' if entry['passed'] else 'FAIL'}: {entry['label']} at {entry['ratio']:.2f}× "
+        f"{reference} (target ≤ {entry['target']:.2f}×)"
+        for entry in entries
+        if entry["target"] is not None
+    ]
+
+
 def write_atomic(path: str | os.PathLike, text: str) -> None:
     """Write `text` to `path` so that readers see the old file or the new one, never half."""
     path = os.fspath(path)
@@ -232,3 +356,135 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
+
+
+def write_results(
+    stem: str, record: Mapping, markdown_text: str, output_dir: str | os.PathLike
+) -> tuple[Path, Path]:
+    """Write `<stem>.json` (the record) and `<stem>.md` into `output_dir`, each atomically."""
+    output_dir = Path(output_dir)
+    json_path, md_path = output_dir / f"{stem}.json", output_dir / f"{stem}.md"
+    write_atomic(json_path, json.dumps(record, indent=2) + "\n")
+    write_atomic(md_path, markdown_text)
+    return json_path, md_path
+
+
+# --- The command line shared by the scripts ---------------------------------------------------
+
+MIN_ROUNDS = 5  # fewer rounds are a smoke run, not a measurement
+JIT_COMPILE_HELP = 'passed to model.compile (default "auto": no XLA for TensorFlow on CPU)'
+QUICK_HELP = "smoke run: 2 rounds of 1 step, no warm-up"
+
+
+def add_timing_arguments(
+    parser: argparse.ArgumentParser, *, per: str, steps: int, steps_help: str, warmup: int
+) -> None:
+    """Add --rounds (default 7), --steps and --warmup; `per` names what a round samples."""
+    parser.add_argument("--rounds", type=int, default=7, help=f"samples per {per} (default 7)")
+    parser.add_argument("--steps", type=int, default=steps, help=steps_help)
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=warmup,
+        help=f"untimed steps after the first one (default {warmup})",
+    )
+
+
+def add_seed_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="seeds data, weights, order")
+
+
+def add_jit_compile_argument(
+    parser: argparse.ArgumentParser, help_text: str = JIT_COMPILE_HELP
+) -> None:
+    """Add --jit-compile {auto,true,false}; `jit_compile(args.jit_compile)` reads it."""
+    parser.add_argument(
+        "--jit-compile", choices=("auto", "true", "false"), default="auto", help=help_text
+    )
+
+
+def add_output_arguments(
+    parser: argparse.ArgumentParser, stem: str, quick_help: str = QUICK_HELP
+) -> None:
+    """Add --quick, --check and --output-dir (where `<stem>.json` and `<stem>.md` go)."""
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=RESULTS_DIR,
+        help=f"where {stem}.json and {stem}.md go (default benchmarks/results)",
+    )
+
+
+def apply_quick(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, measurement: bool = True
+) -> None:
+    """--quick: 2 rounds of 1 step, no warm-up; otherwise, for a measurement, enough rounds."""
+    if args.quick:
+        args.rounds, args.steps, args.warmup = 2, 1, 0
+    elif args.rounds < MIN_ROUNDS and measurement:
+        parser.error(f"--rounds must be at least {MIN_ROUNDS} for a measurement, got {args.rounds}")
+
+
+def jit_compile(choice: str) -> str | bool:
+    """The `jit_compile` argument of model.compile for a --jit-compile choice."""
+    return {"auto": "auto", "true": True, "false": False}[choice]
+
+
+def parse_integers(parser: argparse.ArgumentParser, option: str, text: str) -> tuple[int, ...]:
+    """The integers of a comma-separated option, or an argparse error."""
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        parser.error(f"{option} must be comma-separated integers, got {text!r}")
+
+
+def parse_choices(
+    parser: argparse.ArgumentParser, option: str, text: str, choices: Sequence[str]
+) -> set[str]:
+    """The names in a comma-separated option, or an argparse error for an unknown one."""
+    chosen = {name.strip() for name in text.split(",") if name.strip()}
+    unknown = sorted(chosen - set(choices))
+    if unknown:
+        parser.error(f"unknown {option} {unknown}; choose from {list(choices)}")
+    return chosen
+
+
+# --- main() ----------------------------------------------------------------------------------
+
+
+def quiet_tensorflow() -> None:
+    """Keep TensorFlow's C++ start-up chatter and its Python warnings (retracing: one function
+    per model is expected here) out of the output; errors still show.
+
+    Call it before TensorFlow is imported: the C++ log level is read then.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+
+
+def report(
+    record: Mapping,
+    *,
+    tables: Sequence[Callable[[Mapping], str]],
+    verdicts: Callable[[Mapping], Iterable[str]],
+    write: Callable[[Mapping, str | os.PathLike], Iterable[str | os.PathLike]],
+    output_dir: str | os.PathLike,
+    check: bool,
+) -> int:
+    """Print the tables and the verdicts of a run, write its files and name them.
+
+    Returns the exit status: 1 if `check` and a target was missed, else 0.
+    """
+    for table in tables:
+        print()
+        print(table(record))
+    print()
+    for line in verdicts(record):
+        print(line)
+    for path in write(record, output_dir):
+        print(f"wrote {path}")
+    if check and not record["all_targets_met"]:
+        return 1
+    return 0

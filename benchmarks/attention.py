@@ -45,20 +45,17 @@ import functools
 import gc
 import hashlib
 import json
-import logging
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import _timing
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = _timing.RESULTS_DIR
 LENGTHS = (128, 512, 1024)
 TIME_TARGET = 1.2  # most the median step time may be, as a multiple of the reference's
 MEMORY_TARGET = 1.0  # most the peak memory may be, as a multiple of the reference's
@@ -610,11 +607,8 @@ def measure(settings, log=print):
             name = case_name(variant.key, length)
             model = build_model(keras, variant, length, settings)
             step = gradient_step(keras, model, data[variant.inputs], settings.jit_compile)
-            start = time.perf_counter()
-            step.run()  # traces, and compiles under XLA
-            first_step = time.perf_counter() - start
-            for _ in range(settings.warmup_steps):
-                step.run()
+            # the first step traces, and compiles under XLA
+            first_step = _timing.warm_up(step.run, settings.warmup_steps)
             steps[name] = step.run
             built[name] = {
                 "parameters": model.count_params(),
@@ -648,10 +642,7 @@ def measure(settings, log=print):
         for variant in variants
     ]
 
-    environment = _timing.environment()
-    environment["load_average_timing"] = {"start": load_before, "end": _timing.load_average()}
-    environment["keras_backend"] = keras.backend.backend()
-    environment["backend_version"] = _timing.backend_version(keras.backend.backend())
+    environment = _timing.timing_environment(keras.backend.backend(), load_before)
     return {
         "benchmark": "attention",
         "description": (
@@ -725,9 +716,8 @@ def _result(variant, length, settings, measured):
     reference_memory = measured["memory"].get(reference, {})
     built, reference_built = measured["built"][name], measured["built"][reference]
 
-    summary, cpu_summary = _timing.summarize(wall), _timing.summarize(cpu)
-    ratio = summary["median"] / statistics.median(reference_wall)
-    per_round = [s / r for s, r in zip(wall, reference_wall, strict=True)]
+    wall_figures, cpu_figures = _timing.against_reference(wall, cpu, reference_wall, reference_cpu)
+    ratio = wall_figures["ratio"]
     entry = {
         "key": variant.key,
         "label": variant.label,
@@ -736,13 +726,8 @@ def _result(variant, length, settings, measured):
         "reference": variant.reference,
         **built,
         "steps_per_sample": measured["steps_per_sample"][name],
-        "ms_per_step": _timing.milliseconds(summary),
-        "samples_ms": [round(1e3 * value, 3) for value in wall],
-        "ratio": ratio,
-        "ratio_per_round": _timing.summarize(per_round),
-        "cpu_ms_per_step": _timing.milliseconds(cpu_summary),
-        "cpu_samples_ms": [round(1e3 * value, 3) for value in cpu],
-        "cpu_ratio": cpu_summary["median"] / statistics.median(reference_cpu),
+        **wall_figures,
+        **cpu_figures,
         "memory": memory,
     }
     for method in ("xla", "rss"):
@@ -898,24 +883,16 @@ def _label(record, key):
 def markdown(record):
     settings, environment = record["settings"], record["environment"]
     packages = environment["packages"]
-    load = environment["load_average_timing"]
     xla = record["memory_method"].get("xla", {})
     rss = record["memory_method"].get("rss", {})
     steps = ", ".join(
-        f"{_count(count, 'step')} at T={length}"
+        f"{_timing.plural(count, 'step')} at T={length}"
         for length, count in settings["steps_per_sample_by_length"].items()
     )
-    lines = ["# Attention layers: forward + backward time and peak memory", ""]
-    if settings["quick"]:
-        lines += [
-            "> **Smoke run (`--quick`)**: too few steps to mean anything. "
-            "Rerun without `--quick` for a measurement.",
-            "",
-        ]
+    lines = _timing.markdown_preamble(
+        "Attention layers: forward + backward time and peak memory", record
+    )
     lines += [
-        f"Written by `{environment['command']}` on {environment['date_utc']}; "
-        "rerun the script rather than editing this file.",
-        "",
         f"- Shapes: batch {settings['batch']}, query and key length T, model dimension "
         f"{settings['model_dim']}, {settings['num_heads']} heads × {settings['key_dim']}; "
         f"Bahdanau and additive attention with {settings['bahdanau_units']} units. "
@@ -923,20 +900,20 @@ def markdown(record):
         "- One step: forward pass and the gradients of mean(output²) with respect to every "
         "weight and input, compiled (a `tf.function` with a GradientTape on TensorFlow, "
         "`jax.jit(jax.value_and_grad(...))` on JAX).",
-        f"- Timing: {_count(settings['rounds'], 'round')}; a sample is {steps}; the cases in a "
-        f"new random order each round, after {_count(settings['warmup_steps'], 'warm-up step')} "
+        f"- Timing: {_timing.plural(settings['rounds'], 'round')}; a sample is {steps}; the "
+        "cases in a new random order each round, after "
+        f"{_timing.plural(settings['warmup_steps'], 'warm-up step')} "
         "(the first step, which traces and compiles, is not timed).",
         f"- Keras {packages.get('keras')} on {environment['keras_backend']} "
         f"{environment['backend_version']}, the step compiled by {settings['compilation']} "
         f"(`--jit-compile {str(settings['jit_compile']).lower()}`).",
-        f"- Machine: {environment['platform']}, {environment['usable_cpus']} usable CPUs; "
-        f"load average {_first(load['start'])} before timing, {_first(load['end'])} after.",
+        _timing.machine_line(environment),
         "- XLA peak: XLA's memory analysis of the compiled step under JAX "
         f"{xla.get('backend_version', '')} ({xla.get('jax_platform', 'n/a')}): inputs and "
         "weights + loss and gradients + XLA's temporary buffer. Exact for the compiled "
         "program; the memory target is judged on it.",
         "- RSS peak: the rise of the resident set of a fresh process while it runs the step "
-        f"{_count(1 + settings['warmup_steps'] + RSS_STEPS, 'time')} under "
+        f"{_timing.plural(1 + settings['warmup_steps'] + RSS_STEPS, 'time')} under "
         f"{rss.get('backend', 'the timing backend')}, from after tracing and compilation. A "
         "check, not judged: it also counts what a first run sets up, and is noisy by a few MiB.",
         "",
@@ -954,20 +931,9 @@ def markdown(record):
     return "\n".join(lines)
 
 
-def _count(number, noun):
-    return f"{number} {noun}" + ("" if number == 1 else "s")
-
-
-def _first(load):
-    return "n/a" if load is None else f"{load[0]:.2f}"
-
-
 def write(record, output_dir):
-    output_dir = Path(output_dir)
-    json_path, md_path = output_dir / "attention.json", output_dir / "attention.md"
-    _timing.write_atomic(json_path, json.dumps(record, indent=2) + "\n")
-    _timing.write_atomic(md_path, markdown(record))
-    return json_path, md_path
+    """Write attention.json and attention.md into `output_dir`; return their paths."""
+    return _timing.write_results("attention", record, markdown(record), output_dir)
 
 
 # --- Command line ----------------------------------------------------------------------------
@@ -978,16 +944,13 @@ def parse_args(argv=None):
         description="Time forward + backward and measure peak memory of keras_seq's attention "
         "layers against Keras's.",
     )
-    parser.add_argument("--rounds", type=int, default=7, help="samples per case (default 7)")
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=2,
-        help="steps per sample at the longest length; a length L gets longest/L times as many "
-        "(default 2)",
-    )
-    parser.add_argument(
-        "--warmup", type=int, default=2, help="untimed steps after the first one (default 2)"
+    _timing.add_timing_arguments(
+        parser,
+        per="case",
+        steps=2,
+        steps_help="steps per sample at the longest length; a length L gets longest/L times as "
+        "many (default 2)",
+        warmup=2,
     )
     parser.add_argument(
         "--lengths",
@@ -999,12 +962,10 @@ def parse_args(argv=None):
         default=32,
         help="units of BahdanauAttention and of the reference's projections (default 32)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seeds data, weights, order")
-    parser.add_argument(
-        "--jit-compile",
-        choices=("auto", "true", "false"),
-        default="auto",
-        help='TensorFlow only: "true" compiles the step with XLA (default "auto": no XLA on '
+    _timing.add_seed_argument(parser)
+    _timing.add_jit_compile_argument(
+        parser,
+        'TensorFlow only: "true" compiles the step with XLA (default "auto": no XLA on '
         "CPU, as Keras does); JAX always compiles with XLA",
     )
     parser.add_argument(
@@ -1018,17 +979,8 @@ def parse_args(argv=None):
         help=f"comma-separated subset of {', '.join(VARIANT_KEYS)}; a layer's reference "
         "always runs with it",
     )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke run: 2 rounds of 1 step, no warm-up, length 128 unless --lengths",
-    )
-    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        default=RESULTS_DIR,
-        help="where attention.json and attention.md go (default benchmarks/results)",
+    _timing.add_output_arguments(
+        parser, "attention", quick_help=f"{_timing.QUICK_HELP}, length 128 unless --lengths"
     )
     # A memory process started by this script.
     parser.add_argument("--worker", choices=("xla", "rss"), help=argparse.SUPPRESS)
@@ -1036,27 +988,18 @@ def parse_args(argv=None):
     parser.add_argument("--worker-output", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
-    if args.quick:
-        args.rounds, args.steps, args.warmup = 2, 1, 0
-    elif args.rounds < 5 and not args.worker:
-        parser.error(f"--rounds must be at least 5 for a measurement, got {args.rounds}")
+    _timing.apply_quick(parser, args, measurement=not args.worker)
     if args.steps < 1 or args.warmup < 0 or args.bahdanau_units < 1:
         parser.error("--steps and --bahdanau-units must be at least 1 and --warmup at least 0")
     if args.lengths:
-        try:
-            lengths = tuple(int(length) for length in args.lengths.split(",") if length.strip())
-        except ValueError:
-            parser.error(f"--lengths must be comma-separated integers, got {args.lengths!r}")
+        lengths = _timing.parse_integers(parser, "--lengths", args.lengths)
         if not lengths or min(lengths) < 1:
             parser.error(f"--lengths must be positive integers, got {args.lengths!r}")
     else:
         lengths = (128,) if args.quick else LENGTHS
     keys = VARIANT_KEYS
     if args.variants:
-        chosen = {key.strip() for key in args.variants.split(",") if key.strip()}
-        unknown = sorted(chosen - set(VARIANT_KEYS))
-        if unknown:
-            parser.error(f"unknown --variants {unknown}; choose from {list(VARIANT_KEYS)}")
+        chosen = _timing.parse_choices(parser, "--variants", args.variants, VARIANT_KEYS)
         chosen |= {_BY_KEY[key].reference for key in chosen if _BY_KEY[key].reference}
         keys = tuple(key for key in VARIANT_KEYS if key in chosen)
     args.settings = Settings(
@@ -1066,7 +1009,7 @@ def parse_args(argv=None):
         steps_per_sample=args.steps,
         warmup_steps=args.warmup,
         seed=args.seed,
-        jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile],
+        jit_compile=_timing.jit_compile(args.jit_compile),
         memory=args.memory,
         quick=args.quick,
         variants=keys,
@@ -1076,24 +1019,19 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    # Keep TensorFlow's C++ start-up chatter and its retracing warnings (one function per
-    # case is expected here) out of the output; errors still show.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    _timing.quiet_tensorflow()
     if args.worker:
         return _worker(args)
 
     record = measure(args.settings)
-    print()
-    print(tables(record))
-    print()
-    for line in verdicts(record):
-        print(line)
-    for path in write(record, args.output_dir):
-        print(f"wrote {path}")
-    if args.check and not record["all_targets_met"]:
-        return 1
-    return 0
+    return _timing.report(
+        record,
+        tables=(tables,),
+        verdicts=verdicts,
+        write=write,
+        output_dir=args.output_dir,
+        check=args.check,
+    )
 
 
 if __name__ == "__main__":

@@ -23,17 +23,12 @@ import argparse
 import dataclasses
 import functools
 import importlib
-import json
-import logging
-import os
-import statistics
 import sys
 import time
-from pathlib import Path
 
 import _timing
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = _timing.RESULTS_DIR
 REFERENCE = "lstm"
 
 
@@ -97,55 +92,35 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description="Time a training step of every CECLSTM variant against Keras's RNN layers.",
     )
-    parser.add_argument("--rounds", type=int, default=7, help="samples per layer (default 7)")
-    parser.add_argument(
-        "--steps", type=int, default=5, help="training steps timed per sample (default 5)"
+    _timing.add_timing_arguments(
+        parser,
+        per="layer",
+        steps=5,
+        steps_help="training steps timed per sample (default 5)",
+        warmup=3,
     )
-    parser.add_argument(
-        "--warmup", type=int, default=3, help="untimed steps after the first one (default 3)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seeds data, weights, order")
-    parser.add_argument(
-        "--jit-compile",
-        choices=("auto", "true", "false"),
-        default="auto",
-        help='passed to model.compile (default "auto": no XLA for TensorFlow on CPU)',
-    )
+    _timing.add_seed_argument(parser)
+    _timing.add_jit_compile_argument(parser)
     parser.add_argument(
         "--variants",
         help=f"comma-separated subset of {', '.join(VARIANT_KEYS)}; {REFERENCE} is always run",
     )
-    parser.add_argument(
-        "--quick", action="store_true", help="smoke run: 2 rounds of 1 step, no warm-up"
-    )
-    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        default=RESULTS_DIR,
-        help="where recurrent.json and recurrent.md go (default benchmarks/results)",
-    )
+    _timing.add_output_arguments(parser, "recurrent")
     args = parser.parse_args(argv)
 
-    if args.quick:
-        args.rounds, args.steps, args.warmup = 2, 1, 0
-    elif args.rounds < 5:
-        parser.error(f"--rounds must be at least 5 for a measurement, got {args.rounds}")
+    _timing.apply_quick(parser, args)
     if args.steps < 1 or args.warmup < 0:
         parser.error("--steps must be at least 1 and --warmup at least 0")
     keys = VARIANT_KEYS
     if args.variants:
-        chosen = {key.strip() for key in args.variants.split(",") if key.strip()}
-        unknown = sorted(chosen - set(VARIANT_KEYS))
-        if unknown:
-            parser.error(f"unknown --variants {unknown}; choose from {list(VARIANT_KEYS)}")
+        chosen = _timing.parse_choices(parser, "--variants", args.variants, VARIANT_KEYS)
         keys = tuple(key for key in VARIANT_KEYS if key in chosen or key == REFERENCE)
     args.settings = Settings(
         rounds=args.rounds,
         steps_per_sample=args.steps,
         warmup_steps=args.warmup,
         seed=args.seed,
-        jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile],
+        jit_compile=_timing.jit_compile(args.jit_compile),
         quick=args.quick,
         variants=keys,
     )
@@ -187,12 +162,9 @@ def measure(settings, log=print):
     steps, built = {}, {}
     for variant in variants:
         model = build_model(keras, variant, settings)
-        start = time.perf_counter()
-        model.train_on_batch(x, y)  # traces, and compiles under XLA
-        first_step = time.perf_counter() - start
-        for _ in range(settings.warmup_steps):
-            model.train_on_batch(x, y)
         steps[variant.key] = functools.partial(model.train_on_batch, x, y)
+        # the first step traces, and compiles under XLA
+        first_step = _timing.warm_up(steps[variant.key], settings.warmup_steps)
         built[variant.key] = {
             "parameters": model.count_params(),
             "jit_compile": model.jit_compile,
@@ -211,37 +183,26 @@ def measure(settings, log=print):
     )
     timing_s = time.perf_counter() - start
 
-    reference_median = statistics.median(wall[REFERENCE])
-    reference_cpu_median = statistics.median(cpu[REFERENCE])
     results = []
     for variant in variants:
-        seconds, cpu_seconds = wall[variant.key], cpu[variant.key]
-        summary = _timing.summarize(seconds)
-        ratio = summary["median"] / reference_median
-        per_round = [s / r for s, r in zip(seconds, wall[REFERENCE], strict=True)]
-        cpu_summary = _timing.summarize(cpu_seconds)
+        wall_figures, cpu_figures = _timing.against_reference(
+            wall[variant.key], cpu[variant.key], wall[REFERENCE], cpu[REFERENCE]
+        )
+        ratio = wall_figures["ratio"]
         results.append(
             {
                 "key": variant.key,
                 "label": variant.label,
                 "layer": variant.call(settings.units),
                 **built[variant.key],
-                "ms_per_step": _milliseconds(summary),
-                "samples_ms": [round(1e3 * value, 3) for value in seconds],
-                "ratio": ratio,
-                "ratio_per_round": _timing.summarize(per_round),
+                **wall_figures,
                 "target": variant.target,
                 "passed": None if variant.target is None else ratio <= variant.target,
-                "cpu_ms_per_step": _milliseconds(cpu_summary),
-                "cpu_samples_ms": [round(1e3 * value, 3) for value in cpu_seconds],
-                "cpu_ratio": cpu_summary["median"] / reference_cpu_median,
+                **cpu_figures,
             }
         )
 
-    environment = _timing.environment()
-    environment["load_average_timing"] = {"start": load_before, "end": _timing.load_average()}
-    environment["keras_backend"] = keras.backend.backend()
-    environment["backend_version"] = _backend_version(keras.backend.backend())
+    environment = _timing.timing_environment(keras.backend.backend(), load_before, _backend_version)
     jit = {entry["jit_compile"] for entry in built.values()}
     return {
         "benchmark": "recurrent",
@@ -265,10 +226,6 @@ def measure(settings, log=print):
         "orders": orders,
         "all_targets_met": all(entry["passed"] is not False for entry in results),
     }
-
-
-def _milliseconds(summary):
-    return {name: round(1e3 * value, 3) for name, value in summary.items()}
 
 
 def _variant(key):
@@ -311,7 +268,7 @@ def table(record):
                 f"{per_round['median']:.2f} ({per_round['min']:.2f}–{per_round['max']:.2f})",
                 f"{entry['cpu_ratio']:.2f}×",
                 target,
-                {None: "—", True: "PASS", False: "FAIL"}[entry["passed"]],
+                _timing.verdict(entry["passed"]),
             )
         )
     return _timing.markdown_table(headers, rows)
@@ -319,45 +276,27 @@ def table(record):
 
 def verdicts(record):
     """One PASS/FAIL line per target."""
-    lines = []
-    for entry in record["results"]:
-        if entry["target"] is not None:
-            verdict = "PASS" if entry["passed"] else "FAIL"
-            lines.append(
-                f"{verdict}: {entry['label']} at {entry['ratio']:.2f}× {_variant(REFERENCE).label}"
-                f" (target ≤ {entry['target']:.2f}×)"
-            )
-    return lines
+    return _timing.target_verdicts(record["results"], _variant(REFERENCE).label)
 
 
 def markdown(record):
     settings, environment = record["settings"], record["environment"]
     packages = environment["packages"]
     backend = environment["keras_backend"]
-    load = environment["load_average_timing"]
-    lines = ["# Recurrent layers: training-step time", ""]
-    if settings["quick"]:
-        lines += [
-            "> **Smoke run (`--quick`)**: too few steps to mean anything. "
-            "Rerun without `--quick` for a measurement.",
-            "",
-        ]
+    lines = _timing.markdown_preamble("Recurrent layers: training-step time", record)
     lines += [
-        f"Written by `{environment['command']}` on {environment['date_utc']}; "
-        "rerun the script rather than editing this file.",
-        "",
         f"- Model: `Input(({settings['length']}, {settings['input_dim']}))` → layer "
         f"({settings['units']} units) → `Dense(1)`, Adam, MSE, batch {settings['batch']}; "
         "one step is `model.train_on_batch(x, y)`.",
-        f"- Timing: {_count(settings['rounds'], 'round')} × "
-        f"{_count(settings['steps_per_sample'], 'step')} per layer, the layers in a new random "
-        f"order each round, after {_count(settings['warmup_steps'], 'warm-up step')} "
+        f"- Timing: {_timing.plural(settings['rounds'], 'round')} × "
+        f"{_timing.plural(settings['steps_per_sample'], 'step')} per layer, the layers in a new "
+        f"random order each round, after "
+        f"{_timing.plural(settings['warmup_steps'], 'warm-up step')} "
         "(the first step, which traces the model, is not timed).",
         f"- Keras {packages.get('keras')} on {backend} {environment['backend_version']}, "
         f"`jit_compile={settings['jit_compile_resolved']}` "
         f"(requested `{settings['jit_compile']!r}`).",
-        f"- Machine: {environment['platform']}, {environment['usable_cpus']} usable CPUs; "
-        f"load average {_first(load['start'])} before timing, {_first(load['end'])} after.",
+        _timing.machine_line(environment),
         "",
         table(record),
         "",
@@ -373,40 +312,23 @@ def markdown(record):
     return "\n".join(lines)
 
 
-def _count(number, noun):
-    return f"{number} {noun}" + ("" if number == 1 else "s")
-
-
-def _first(load):
-    return "n/a" if load is None else f"{load[0]:.2f}"
-
-
 def write(record, output_dir):
-    output_dir = Path(output_dir)
-    json_path, md_path = output_dir / "recurrent.json", output_dir / "recurrent.md"
-    _timing.write_atomic(json_path, json.dumps(record, indent=2) + "\n")
-    _timing.write_atomic(md_path, markdown(record))
-    return json_path, md_path
+    """Write recurrent.json and recurrent.md into `output_dir`; return their paths."""
+    return _timing.write_results("recurrent", record, markdown(record), output_dir)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    # Keep TensorFlow's C++ start-up chatter and its retracing warnings (one function per
-    # model is expected here) out of the output; errors still show.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
-
+    _timing.quiet_tensorflow()
     record = measure(args.settings)
-    print()
-    print(table(record))
-    print()
-    for line in verdicts(record):
-        print(line)
-    for path in write(record, args.output_dir):
-        print(f"wrote {path}")
-    if args.check and not record["all_targets_met"]:
-        return 1
-    return 0
+    return _timing.report(
+        record,
+        tables=(table,),
+        verdicts=verdicts,
+        write=write,
+        output_dir=args.output_dir,
+        check=args.check,
+    )
 
 
 if __name__ == "__main__":

@@ -32,18 +32,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import logging
 import math
-import os
-import statistics
 import sys
 import time
-from pathlib import Path
 
 import _timing
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = _timing.RESULTS_DIR
 BLOCK_TARGET = 1.1  # most a block's median step time may be, as a multiple of its reference's
 LENGTHS = (64, 128, 256, 512, 1024)
 QUICK_LENGTHS = (64, 128)
@@ -80,53 +75,32 @@ def parse_args(argv=None):
             "Keras layers, and Transformer against LSTM inference across sequence lengths."
         ),
     )
-    parser.add_argument("--rounds", type=int, default=7, help="samples per case (default 7)")
-    parser.add_argument(
-        "--steps", type=int, default=5, help="block training steps timed per sample (default 5)"
+    _timing.add_timing_arguments(
+        parser,
+        per="case",
+        steps=5,
+        steps_help="block training steps timed per sample (default 5)",
+        warmup=3,
     )
-    parser.add_argument(
-        "--warmup", type=int, default=3, help="untimed steps after the first one (default 3)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seeds data, weights, order")
+    _timing.add_seed_argument(parser)
     parser.add_argument(
         "--lengths",
         help="comma-separated sequence lengths for the sweep (default "
         + ",".join(map(str, LENGTHS))
         + ")",
     )
-    parser.add_argument(
-        "--jit-compile",
-        choices=("auto", "true", "false"),
-        default="auto",
-        help='passed to model.compile (default "auto": no XLA for TensorFlow on CPU)',
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke run: 2 rounds of 1 step, no warm-up, lengths 64 and 128",
-    )
-    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        default=RESULTS_DIR,
-        help="where transformer.json and transformer.md go (default benchmarks/results)",
+    _timing.add_jit_compile_argument(parser)
+    _timing.add_output_arguments(
+        parser, "transformer", quick_help=f"{_timing.QUICK_HELP}, lengths 64 and 128"
     )
     args = parser.parse_args(argv)
 
-    lengths = LENGTHS
-    if args.quick:
-        args.rounds, args.steps, args.warmup = 2, 1, 0
-        lengths = QUICK_LENGTHS
-    elif args.rounds < 5:
-        parser.error(f"--rounds must be at least 5 for a measurement, got {args.rounds}")
+    _timing.apply_quick(parser, args)
+    lengths = QUICK_LENGTHS if args.quick else LENGTHS
     if args.steps < 1 or args.warmup < 0:
         parser.error("--steps must be at least 1 and --warmup at least 0")
     if args.lengths:
-        try:
-            lengths = tuple(int(part) for part in args.lengths.split(",") if part.strip())
-        except ValueError:
-            parser.error(f"--lengths must be comma-separated integers, got {args.lengths!r}")
+        lengths = _timing.parse_integers(parser, "--lengths", args.lengths)
         if not lengths or min(lengths) < 1 or max(lengths) > 8192:
             parser.error(f"--lengths must lie in [1, 8192], got {args.lengths!r}")
     args.settings = Settings(
@@ -135,7 +109,7 @@ def parse_args(argv=None):
         steps_per_sample=args.steps,
         warmup_steps=args.warmup,
         seed=args.seed,
-        jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile],
+        jit_compile=_timing.jit_compile(args.jit_compile),
         quick=args.quick,
     )
     return args
@@ -279,12 +253,8 @@ def measure_blocks(keras, np, settings, log):
     steps, built = {}, {}
     for key, label, _, _ in BLOCK_CASES:
         model = models[key]
-        start = time.perf_counter()
-        model.train_on_batch(x, y)
-        first_step = time.perf_counter() - start
-        for _ in range(settings.warmup_steps):
-            model.train_on_batch(x, y)
         steps[key] = lambda model=model: model.train_on_batch(x, y)
+        first_step = _timing.warm_up(steps[key], settings.warmup_steps)
         built[key] = {
             "parameters": model.count_params(),
             "block_parameters": model.get_layer("block").count_params(),
@@ -303,9 +273,9 @@ def measure_blocks(keras, np, settings, log):
     results = []
     for key, label, norm_first, ours in BLOCK_CASES:
         reference = key if not ours else f"{key}-keras"
-        summary, cpu_summary = _timing.summarize(wall[key]), _timing.summarize(cpu[key])
-        ratio = summary["median"] / statistics.median(wall[reference])
-        per_round = [a / b for a, b in zip(wall[key], wall[reference], strict=True)]
+        wall_figures, cpu_figures = _timing.against_reference(
+            wall[key], cpu[key], wall[reference], cpu[reference]
+        )
         results.append(
             {
                 "key": key,
@@ -313,15 +283,10 @@ def measure_blocks(keras, np, settings, log):
                 "norm_first": norm_first,
                 "reference": reference,
                 **built[key],
-                "ms_per_step": _timing.milliseconds(summary),
-                "samples_ms": [round(1e3 * value, 3) for value in wall[key]],
-                "ratio": ratio,
-                "ratio_per_round": _timing.summarize(per_round),
-                "cpu_ms_per_step": _timing.milliseconds(cpu_summary),
-                "cpu_samples_ms": [round(1e3 * value, 3) for value in cpu[key]],
-                "cpu_ratio": cpu_summary["median"] / statistics.median(cpu[reference]),
+                **wall_figures,
+                **cpu_figures,
                 "target": BLOCK_TARGET if ours else None,
-                "passed": (ratio <= BLOCK_TARGET) if ours else None,
+                "passed": (wall_figures["ratio"] <= BLOCK_TARGET) if ours else None,
                 "max_output_difference": agreement.get(key),
             }
         )
@@ -414,7 +379,7 @@ def measure_sweep(keras, np, settings, log):
                 entry[kind] = {
                     "ms": _timing.milliseconds(_timing.summarize(wall[name])),
                     "cpu_ms": _timing.milliseconds(_timing.summarize(cpu[name])),
-                    "samples_ms": [round(1e3 * value, 3) for value in wall[name]],
+                    "samples_ms": _timing.samples_ms(wall[name]),
                     "calls_per_sample": counts[name],
                     "first_call_s": first[name],
                 }
@@ -440,10 +405,7 @@ def measure(settings, log=print):
     sweep = measure_sweep(keras, np, settings, log)
     timing_s = time.perf_counter() - start
 
-    environment = _timing.environment()
-    environment["load_average_timing"] = {"start": load_before, "end": _timing.load_average()}
-    environment["keras_backend"] = keras.backend.backend()
-    environment["backend_version"] = _timing.backend_version(keras.backend.backend())
+    environment = _timing.timing_environment(keras.backend.backend(), load_before)
     return {
         "benchmark": "transformer",
         "description": (
@@ -495,7 +457,7 @@ def block_table(record):
                 f"{per_round['median']:.2f} ({per_round['min']:.2f}–{per_round['max']:.2f})",
                 f"{entry['cpu_ratio']:.2f}×",
                 f"≤ {entry['target']:.2f}×" if ours else "reference",
-                {None: "—", True: "PASS", False: "FAIL"}[entry["passed"]],
+                _timing.verdict(entry["passed"]),
             )
         )
     return _timing.markdown_table(headers, rows)
@@ -532,37 +494,20 @@ def sweep_table(record):
 
 def verdicts(record):
     """One PASS/FAIL line per target."""
-    lines = []
-    for entry in record["blocks"]["results"]:
-        if entry["target"] is not None:
-            verdict = "PASS" if entry["passed"] else "FAIL"
-            lines.append(
-                f"{verdict}: {entry['label']} at {entry['ratio']:.2f}× the same block of Keras "
-                f"layers (target ≤ {entry['target']:.2f}×)"
-            )
-    return lines
+    return _timing.target_verdicts(record["blocks"]["results"], "the same block of Keras layers")
 
 
 def markdown(record):
     settings, environment = record["settings"], record["environment"]
     packages = environment["packages"]
-    load = environment["load_average_timing"]
     models = record["sweep"]["models"]
-    lines = ["# Transformer encoder: block overhead and the sequential bottleneck", ""]
-    if settings["quick"]:
-        lines += [
-            "> **Smoke run (`--quick`)**: too few steps to mean anything. "
-            "Rerun without `--quick` for a measurement.",
-            "",
-        ]
+    lines = _timing.markdown_preamble(
+        "Transformer encoder: block overhead and the sequential bottleneck", record
+    )
     lines += [
-        f"Written by `{environment['command']}` on {environment['date_utc']}; "
-        "rerun the script rather than editing this file.",
-        "",
         f"- Keras {packages.get('keras')} on {environment['keras_backend']} "
         f"{environment['backend_version']}, `jit_compile={settings['jit_compile']!r}`.",
-        f"- Machine: {environment['platform']}, {environment['usable_cpus']} usable CPUs; "
-        f"load average {_first(load['start'])} before timing, {_first(load['end'])} after.",
+        _timing.machine_line(environment),
         f"- Timing: {settings['rounds']} rounds, the cases in a new random order each round; "
         "tracing and warm-up are not timed.",
         "",
@@ -629,36 +574,23 @@ def sweep_summary(record):
     return lines
 
 
-def _first(load):
-    return "n/a" if load is None else f"{load[0]:.2f}"
-
-
 def write(record, output_dir):
-    output_dir = Path(output_dir)
-    json_path, md_path = output_dir / "transformer.json", output_dir / "transformer.md"
-    _timing.write_atomic(json_path, json.dumps(record, indent=2) + "\n")
-    _timing.write_atomic(md_path, markdown(record))
-    return json_path, md_path
+    """Write transformer.json and transformer.md into `output_dir`; return their paths."""
+    return _timing.write_results("transformer", record, markdown(record), output_dir)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
-
+    _timing.quiet_tensorflow()
     record = measure(args.settings)
-    print()
-    print(block_table(record))
-    print()
-    print(sweep_table(record))
-    print()
-    for line in verdicts(record):
-        print(line)
-    for path in write(record, args.output_dir):
-        print(f"wrote {path}")
-    if args.check and not record["all_targets_met"]:
-        return 1
-    return 0
+    return _timing.report(
+        record,
+        tables=(block_table, sweep_table),
+        verdicts=verdicts,
+        write=write,
+        output_dir=args.output_dir,
+        check=args.check,
+    )
 
 
 if __name__ == "__main__":

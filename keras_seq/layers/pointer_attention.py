@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import keras
-from keras import initializers
 
-from keras_seq import validation
 from keras_seq.layers import masks
-from keras_seq.layers.attention_base import BaseAttention
+from keras_seq.layers.bahdanau_attention import BahdanauAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
-class PointerAttention(BaseAttention):
+class PointerAttention(BahdanauAttention):
     """Attention whose weights are the output: a distribution over input positions.
 
     A pointer network's output vocabulary is the set of positions of its
@@ -69,25 +67,10 @@ class PointerAttention(BaseAttention):
           Section 2.3.
     """
 
-    def __init__(self, units, kernel_initializer="glorot_uniform", **kwargs):
-        super().__init__(**kwargs)
-        self.units = validation.positive_int("units", units, validation.MAX_UNITS)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-
-    def build_scores(self, query_dim, key_dim):
-        self.build_additive(query_dim, key_dim, self.units)
-
-    def scores(self, query, key):
-        return self.additive_scores(query, key)
+    # The score network is Bahdanau's, vᵀ tanh(W_1 e_j + W_2 d_i), with the same
+    # arguments and weights; only what is returned differs.
 
     def attend(self, query, key, value, query_mask, value_mask, training, return_weights):
         mask = self.attention_mask(query, key, query_mask, value_mask)
         pointer = masks.masked_softmax(self.scores(query, key), mask)  # (batch, Tq, Tv)
         return pointer, pointer
-
-    def get_config(self):
-        config = {
-            "units": self.units,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-        }
-        return {**super().get_config(), **config}

@@ -263,8 +263,8 @@ def _save_run(arrays: dict, run: str, inputs: Mapping[str, np.ndarray], outputs)
         arrays[f"out__{run}__{index}"] = output
 
 
-def check_keras_file(case: LayerCase, directory: Path) -> None:
-    """A model saved to `.keras` reloads with `safe_mode=True` in a fresh process."""
+def _keras_file_script(case: LayerCase, directory: Path) -> tuple[str, str]:
+    """Saves the model to `.keras`; returns the script that reloads it and its success line."""
     model = case.model()
     x = case.sample(3, 1)
     path = directory / "model.keras"
@@ -273,35 +273,28 @@ def check_keras_file(case: LayerCase, directory: Path) -> None:
     _save_run(arrays, "0", x, model.predict_on_batch(case.model_inputs(x)))
     np.savez(directory / "keras_io.npz", **arrays)
     read_inputs = _READ_INPUTS.format(multi=bool(case.named_inputs))
-    out = _run_fresh_python(
-        f"""
-        import numpy as np, keras
-        import {case.package}  # registers the layers
-        {textwrap.indent(read_inputs, " " * 8).strip()}
-        model = keras.saving.load_model({str(path)!r}, safe_mode=True)
-        data = np.load({str(directory / "keras_io.npz")!r})
-        outputs = model.predict_on_batch(read_inputs(data, "0", np.asarray))
-        outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-        for index, output in enumerate(outputs):
-            np.testing.assert_allclose(
-                keras.ops.convert_to_numpy(output), data[f"out__0__{{index}}"],
-                atol={case.atol}, rtol={case.atol})
-        print("reloaded", len(outputs))
-        """,
-        cwd=directory,
-    )
-    assert "reloaded" in out
+    script = f"""
+import numpy as np, keras
+import {case.package}  # registers the layers
+{read_inputs}
+model = keras.saving.load_model({str(path)!r}, safe_mode=True)
+data = np.load({str(directory / "keras_io.npz")!r})
+outputs = model.predict_on_batch(read_inputs(data, "0", np.asarray))
+outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+for index, output in enumerate(outputs):
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(output), data[f"out__0__{{index}}"],
+        atol={case.atol}, rtol={case.atol})
+print("reloaded", len(outputs))
+"""
+    return script, "reloaded"
 
 
-def check_saved_model(case: LayerCase, directory: Path) -> None:
-    """`model.export` gives a SavedModel that TensorFlow alone loads and runs.
+def _saved_model_script(case: LayerCase, directory: Path) -> tuple[str, str]:
+    """Exports the model; returns the script that serves it without the package, and its line.
 
-    The fresh process imports only NumPy and TensorFlow, and refuses any
-    import of `case.package`, so the model cannot lean on the library that
-    built it. (TensorFlow itself imports Keras for `tf.keras`; nothing here
-    uses it.) It runs every combination of `case.batch_sizes` and the two
-    sequence lengths (of every input at once). `serve` takes the one input,
-    or a dict of the named inputs.
+    The script must run before anything imports `case.package`: it installs an
+    import hook that refuses the package, and removes it when done.
     """
     model = case.model()
     path = directory / "saved_model"
@@ -316,36 +309,75 @@ def check_saved_model(case: LayerCase, directory: Path) -> None:
             runs += len(_as_list(outputs))
     np.savez(directory / "saved_io.npz", **arrays)
     read_inputs = _READ_INPUTS.format(multi=bool(case.named_inputs))
-    out = _run_fresh_python(
-        f"""
-        import sys
+    script = f"""
+import sys
 
-        class RefuseKerasSeq:  # loading must not need the library that built the model
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == {case.package!r}:
-                    raise ImportError(f"{{name}} may not be imported here")
+class RefuseKerasSeq:  # loading must not need the library that built the model
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == {case.package!r}:
+            raise ImportError(f"{{name}} may not be imported here")
 
-        sys.meta_path.insert(0, RefuseKerasSeq())
-        import numpy as np
-        import tensorflow as tf
-        {textwrap.indent(read_inputs, " " * 8).strip()}
-        loaded = tf.saved_model.load({str(path)!r})
-        data = np.load({str(directory / "saved_io.npz")!r})
-        checked = 0
-        for run in sorted({{k.split("__")[1] for k in data.files}}):
-            outputs = loaded.serve(read_inputs(data, run, tf.constant))
-            outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-            for index, output in enumerate(outputs):
-                np.testing.assert_allclose(
-                    output.numpy(), data[f"out__{{run}}__{{index}}"],
-                    atol={case.atol}, rtol={case.atol})
-                checked += 1
-        assert not [m for m in sys.modules if m.split(".")[0] == {case.package!r}]
-        print("served", checked)
-        """,
-        cwd=directory,
-    )
-    assert f"served {runs}" in out, out
+refuse = RefuseKerasSeq()
+sys.meta_path.insert(0, refuse)
+import numpy as np
+import tensorflow as tf
+{read_inputs}
+loaded = tf.saved_model.load({str(path)!r})
+data = np.load({str(directory / "saved_io.npz")!r})
+checked = 0
+for run in sorted({{k.split("__")[1] for k in data.files}}):
+    outputs = loaded.serve(read_inputs(data, run, tf.constant))
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    for index, output in enumerate(outputs):
+        np.testing.assert_allclose(
+            output.numpy(), data[f"out__{{run}}__{{index}}"],
+            atol={case.atol}, rtol={case.atol})
+        checked += 1
+assert not [m for m in sys.modules if m.split(".")[0] == {case.package!r}]
+sys.meta_path.remove(refuse)
+print("served", checked)
+"""
+    return script, f"served {runs}"
+
+
+def _run_scripts(parts: Sequence[tuple[str, str]], directory: Path) -> None:
+    """Runs the scripts one after another in one fresh interpreter; each must print its line."""
+    out = _run_fresh_python("\n".join(script for script, _ in parts), cwd=directory)
+    for _, line in parts:
+        assert line in out, f"expected {line!r} in the fresh process's output:\n{out}"
+
+
+def check_keras_file(case: LayerCase, directory: Path) -> None:
+    """A model saved to `.keras` reloads with `safe_mode=True` in a fresh process."""
+    _run_scripts([_keras_file_script(case, directory)], directory)
+
+
+def check_saved_model(case: LayerCase, directory: Path) -> None:
+    """`model.export` gives a SavedModel that TensorFlow alone loads and runs.
+
+    The fresh process imports only NumPy and TensorFlow, and refuses any
+    import of `case.package`, so the model cannot lean on the library that
+    built it. (TensorFlow itself imports Keras for `tf.keras`; nothing here
+    uses it.) It runs every combination of `case.batch_sizes` and the two
+    sequence lengths (of every input at once). `serve` takes the one input,
+    or a dict of the named inputs.
+    """
+    _run_scripts([_saved_model_script(case, directory)], directory)
+
+
+def check_saved_files(case: LayerCase, directory: Path) -> None:
+    """`check_saved_model` then `check_keras_file`, sharing one fresh interpreter.
+
+    Starting TensorFlow takes seconds; both checks need a process that has
+    never seen the layer, and the SavedModel half runs first, before the
+    package is imported, so one process serves both.
+    """
+    saved = directory / "saved_model"
+    keras_file = directory / "keras_file"
+    saved.mkdir(parents=True, exist_ok=True)
+    keras_file.mkdir(parents=True, exist_ok=True)
+    parts = [_saved_model_script(case, saved), _keras_file_script(case, keras_file)]
+    _run_scripts(parts, directory)
 
 
 def check_mixed_precision(case: LayerCase) -> None:
@@ -472,8 +504,17 @@ ALL_CHECKS: Sequence[str] = (
 
 
 def check_layer(case: LayerCase, directory: Path, checks: Sequence[str] = ALL_CHECKS) -> None:
-    """Runs the named checks (all by default) on `case`, writing files under `directory`."""
+    """Runs the named checks (all by default) on `case`, writing files under `directory`.
+
+    When both `keras_file` and `saved_model` are asked for, they run in one
+    fresh interpreter (`check_saved_files`), where the SavedModel is served
+    before the package is imported.
+    """
     directory = Path(directory)
+    checks = list(checks)
+    if "keras_file" in checks and "saved_model" in checks:
+        checks[checks.index("keras_file")] = "saved_files"
+        checks.remove("saved_model")
     for name in checks:
         function = globals()[f"check_{name}"]
         if "directory" in inspect.signature(function).parameters:

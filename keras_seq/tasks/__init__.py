@@ -11,6 +11,16 @@ values of a long sequence.
 Permutations (Vinyals, Fortunato & Jaitly 2015): `sort_numbers`, point at the
 input numbers in increasing order; the target is the sorting permutation.
 
+Sequence to sequence (Sutskever, Vinyals & Le 2014; Bahdanau, Cho & Bengio
+2015), each carrying a `Vocabulary` per side: `copy` and `reverse`,
+variable-length symbol sequences to copy or write backwards; `toy_translation`,
+English→French sentences from a small grammar (adjectives after the noun,
+agreement, ne … pas, long sentences through conjunctions and relative
+clauses), with `toy_translation_pairs` for the text itself;
+`load_parallel_text`, a user's file of `source<TAB>target` lines (the
+Tatoeba/Anki format), with `read_parallel_text`, `split_pairs` and
+`task_from_pairs` for pairs already in memory.
+
 Images, for the Vision Transformer (Dosovitskiy et al. 2020): `digits`, the
 8×8 handwritten digits that ship inside scikit-learn; `shapes`, generated
 images of four shapes at any size, for larger patch grids.
@@ -19,16 +29,34 @@ images of four shapes at any size, for larger patch grids.
 from keras_seq.tasks.base import ImageSpec, SequenceSpec, TargetSpec, TaskData
 from keras_seq.tasks.images import digits, shapes
 from keras_seq.tasks.long_memory import adding_problem, long_lag
+from keras_seq.tasks.parallel_text import (
+    load_parallel_text,
+    read_parallel_text,
+    split_pairs,
+    task_from_pairs,
+)
 from keras_seq.tasks.permutation import sort_numbers
+from keras_seq.tasks.sequences import copy, reverse
+from keras_seq.tasks.translation import toy_translation, toy_translation_pairs
+from keras_seq.tasks.vocabulary import Vocabulary
 
 __all__ = [
     "ImageSpec",
     "SequenceSpec",
     "TargetSpec",
     "TaskData",
+    "Vocabulary",
     "adding_problem",
+    "copy",
     "digits",
+    "load_parallel_text",
     "long_lag",
+    "read_parallel_text",
+    "reverse",
     "shapes",
     "sort_numbers",
+    "split_pairs",
+    "task_from_pairs",
+    "toy_translation",
+    "toy_translation_pairs",
 ]

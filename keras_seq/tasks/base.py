@@ -5,6 +5,10 @@ a `SequenceSpec` (what one input sequence is), or an `ImageSpec` (what one
 input image is), and a `TargetSpec` (what the model must predict), so that a
 model builder can pick the input layer and the head from the description
 alone, and a person can read what the task tests.
+
+Sequence-to-sequence tasks (targets of kind `"sequence"`) also carry the
+`Vocabulary` of each side, so that ids can be turned back into text and the
+vocabularies saved with a trained model.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from keras_seq import validation
+from keras_seq.tasks.vocabulary import Vocabulary
 
 INPUT_KINDS = ("numeric", "tokens")
-TARGET_KINDS = ("classification", "regression", "pointer")
+TARGET_KINDS = ("classification", "regression", "pointer", "sequence")
 
 
 # The TargetSpec fields each kind uses; the others must be None.
@@ -25,6 +30,7 @@ _TARGET_FIELDS = {
     "classification": ("num_classes",),
     "regression": ("output_dim",),
     "pointer": ("num_positions", "length"),
+    "sequence": ("vocab_size", "length"),
 }
 
 
@@ -128,20 +134,26 @@ class ImageSpec:
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """What the model predicts for one sequence: a class, a real vector or pointers.
+    """What the model predicts for one sequence: a class, a real vector, pointers or tokens.
 
     Args:
         kind: `"classification"`: one int32 label in `[0, num_classes)`;
             `"regression"`: a float32 vector of size `output_dim`; or
             `"pointer"`: `length` int32 positions of the input sequence, each
             in `[0, num_positions)`, one per output step (the outputs of a
-            pointer network, Vinyals et al. 2015).
+            pointer network, Vinyals et al. 2015); or
+            `"sequence"`: `length` int32 token ids in `[0, vocab_size)`, the
+            target sentence followed by one END id and right-padded with PAD
+            (the output of a sequence-to-sequence model, Sutskever et al.
+            2014).
         num_classes: Number of classes (classification only, at least 2).
         output_dim: Size of the target vector (regression only).
         num_positions: Number of input positions a pointer can name, the
             input length (pointer only).
-        length: Number of pointers per sequence, the output length (pointer
-            only).
+        length: Number of pointers per sequence, the output length (pointer),
+            or of target ids, END and padding included (sequence).
+        vocab_size: Number of distinct target ids, the size of the target
+            vocabulary, special tokens included (sequence only).
     """
 
     kind: str
@@ -149,6 +161,7 @@ class TargetSpec:
     output_dim: int | None = None
     num_positions: int | None = None
     length: int | None = None
+    vocab_size: int | None = None
 
     def __post_init__(self):
         validation.one_of("kind", self.kind, TARGET_KINDS)
@@ -161,10 +174,13 @@ class TargetSpec:
                 )
         elif self.kind == "regression":
             validation.positive_int("output_dim", self.output_dim)
-        else:
+        elif self.kind == "pointer":
             validation.positive_int("num_positions", self.num_positions)
             validation.positive_int("length", self.length)
-        for name in ("num_classes", "output_dim", "num_positions", "length"):
+        else:
+            validation.positive_int("vocab_size", self.vocab_size)
+            validation.positive_int("length", self.length)
+        for name in ("num_classes", "output_dim", "num_positions", "length", "vocab_size"):
             if name not in _TARGET_FIELDS[self.kind]:
                 _must_be_none(name, getattr(self, name), self.kind)
 
@@ -205,6 +221,17 @@ class TaskData:
         description: What the task is and what it tests, for people.
         params: The arguments that produced the data (seed included), so the
             same data can be generated again.
+        source_vocabulary: The `Vocabulary` of the input token ids, or None.
+            Required when `targets.kind == "sequence"`; allowed for any
+            `"tokens"` input. Its size must equal `inputs.vocab_size`.
+        target_vocabulary: The `Vocabulary` of the target token ids, or None.
+            Required for, and only allowed with, `targets.kind == "sequence"`;
+            its size must equal `targets.vocab_size`.
+
+    For `targets.kind == "sequence"` (a sequence-to-sequence task) the inputs
+    must be `"tokens"`; every id of both sides must lie in its vocabulary, and
+    every target row must hold the END id (each target is its sentence, then
+    END, then PAD).
     """
 
     x_train: np.ndarray
@@ -216,6 +243,8 @@ class TaskData:
     targets: TargetSpec
     description: str
     params: dict[str, Any] = field(default_factory=dict)
+    source_vocabulary: Vocabulary | None = None
+    target_vocabulary: Vocabulary | None = None
 
     def __post_init__(self):
         if not isinstance(self.inputs, (SequenceSpec, ImageSpec)):
@@ -249,6 +278,72 @@ class TaskData:
                 f"Pointer targets name positions of the input sequence, so `targets` needs "
                 f"num_positions={self.inputs.length} (the input length), got "
                 f"num_positions={self.targets.num_positions!r}."
+            )
+        self._check_vocabularies()
+
+    def _check_vocabularies(self):
+        sequence = self.targets.kind == "sequence"
+        for side, vocabulary in (
+            ("source", self.source_vocabulary),
+            ("target", self.target_vocabulary),
+        ):
+            if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
+                raise ValueError(
+                    f"Received an invalid value for argument `{side}_vocabulary`, expected a "
+                    f"Vocabulary or None, got {vocabulary!r}."
+                )
+            if sequence and vocabulary is None:
+                raise ValueError(
+                    f"Received an invalid value for argument `{side}_vocabulary`, expected a "
+                    "Vocabulary for a task whose targets are of kind 'sequence', got None."
+                )
+        if sequence and self.inputs.kind != "tokens":
+            raise ValueError(
+                "Received an invalid value for argument `inputs`, expected a SequenceSpec of "
+                f"kind 'tokens' for a task whose targets are of kind 'sequence', got "
+                f"{self.inputs!r}."
+            )
+        if self.target_vocabulary is not None and not sequence:
+            raise ValueError(
+                "Received an invalid value for argument `target_vocabulary`, expected None "
+                f"for targets of kind {self.targets.kind!r}, got {self.target_vocabulary!r}."
+            )
+        if self.source_vocabulary is not None:
+            if getattr(self.inputs, "kind", None) != "tokens":
+                raise ValueError(
+                    "Received an invalid value for argument `source_vocabulary`, expected None "
+                    f"for inputs that are not token ids, got {self.source_vocabulary!r}."
+                )
+            self._check_vocabulary_size("source", self.source_vocabulary, "inputs")
+            for split in ("train", "val"):
+                self._check_ids(f"x_{split}", getattr(self, f"x_{split}"), self.inputs.vocab_size)
+        if sequence:
+            self._check_vocabulary_size("target", self.target_vocabulary, "targets")
+            for split in ("train", "val"):
+                y = getattr(self, f"y_{split}")
+                self._check_ids(f"y_{split}", y, self.targets.vocab_size)
+                ended = np.any(y == Vocabulary.END, axis=1)
+                if not ended.all():
+                    row = int(np.flatnonzero(~ended)[0])
+                    raise ValueError(
+                        f"`y_{split}` must end each target with the END id "
+                        f"({Vocabulary.END}), but row {row} holds none: {y[row].tolist()[:20]}."
+                    )
+
+    def _check_vocabulary_size(self, side, vocabulary, spec_name):
+        spec = getattr(self, spec_name)
+        if len(vocabulary) != spec.vocab_size:
+            raise ValueError(
+                f"`{side}_vocabulary` holds {len(vocabulary)} tokens but `{spec_name}` has "
+                f"vocab_size={spec.vocab_size}; they must match."
+            )
+
+    @staticmethod
+    def _check_ids(name, ids, vocab_size):
+        if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+            raise ValueError(
+                f"`{name}` must hold token ids in [0, {vocab_size}), got values from "
+                f"{ids.min()} to {ids.max()}."
             )
 
     @staticmethod
@@ -290,22 +385,33 @@ class TaskData:
             "targets": self.targets.to_dict(),
             "num_train": self.num_train,
             "num_val": self.num_val,
+            **self._vocabulary_sizes(),
         }
+
+    def _vocabulary_sizes(self) -> dict[str, int]:
+        sizes = {}
+        if self.source_vocabulary is not None:
+            sizes["source_vocab_size"] = len(self.source_vocabulary)
+        if self.target_vocabulary is not None:
+            sizes["target_vocab_size"] = len(self.target_vocabulary)
+        return sizes
 
     def summary(self) -> str:
         """A few lines for people: the task, its splits, inputs and targets."""
         params = ", ".join(f"{key}={value!r}" for key, value in self.params.items())
         inputs = self.inputs.to_dict()
         targets = self.targets.to_dict()
-        return "\n".join(
-            [
-                f"{self.name}({params})",
-                self.description,
-                f"train: {self.num_train} sequences, validation: {self.num_val}",
-                "inputs: " + ", ".join(f"{k}={v}" for k, v in inputs.items()),
-                "targets: " + ", ".join(f"{k}={v}" for k, v in targets.items()),
-            ]
-        )
+        lines = [
+            f"{self.name}({params})",
+            self.description,
+            f"train: {self.num_train} sequences, validation: {self.num_val}",
+            "inputs: " + ", ".join(f"{k}={v}" for k, v in inputs.items()),
+            "targets: " + ", ".join(f"{k}={v}" for k, v in targets.items()),
+        ]
+        sizes = self._vocabulary_sizes()
+        if sizes:
+            lines.append("vocabularies: " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{key}={value!r}" for key, value in self.params.items())

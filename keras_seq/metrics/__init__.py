@@ -1,0 +1,26 @@
+"""Scores for sequence-to-sequence models: BLEU, exact match, token accuracy, BLEU by length.
+
+- `corpus_bleu`: corpus BLEU (Papineni et al. 2002) computed by SacreBLEU
+  (Post 2018) on text that is already tokenised.
+- `exact_match`: the fraction of outputs equal to their reference.
+- `token_accuracy`: per-position accuracy of predicted ids against target
+  ids, padding left out; `text_token_accuracy` the same on token strings.
+- `evaluate_by_length`: those scores per source-length bucket for a
+  translator, as a pandas DataFrame, and `plot_bleu_by_length`, the BLEU
+  against sentence length curve of Bahdanau, Cho & Bengio (2015, figure 2)
+  for one model or several on one axes.
+"""
+
+from keras_seq.metrics.bleu import corpus_bleu, exact_match
+from keras_seq.metrics.by_length import evaluate_by_length, length_buckets, plot_bleu_by_length
+from keras_seq.metrics.sequence import text_token_accuracy, token_accuracy
+
+__all__ = [
+    "corpus_bleu",
+    "evaluate_by_length",
+    "exact_match",
+    "length_buckets",
+    "plot_bleu_by_length",
+    "text_token_accuracy",
+    "token_accuracy",
+]

@@ -1,0 +1,314 @@
+"""`sequence_classifier` and `sequence_regressor`: one encoder stack, a class or a value out.
+
+    sequence ─▶ [Embedding | Dense projection] ─▶ encoder ─▶ classifier | regressor
+
+The encoder is chosen by `model.encoder.type`:
+
+- `rnn`: `num_layers` recurrent layers of one cell, each optionally
+  bidirectional: `simple` (Elman's RNN, `keras.layers.SimpleRNN`), `lstm`
+  (`keras.layers.LSTM`, forget gate and all), `gru` (`keras.layers.GRU`) or
+  `cec_lstm` (`keras_seq.layers.CECLSTM`: the 1997 LSTM, with the 2000
+  forget gate and peepholes as options). Token ids first go through an
+  `Embedding` of `embedding_dim`.
+- `transformer`: token ids through an `Embedding` (numeric steps through a
+  `Dense` projection) of `embed_dim`, positions added (sinusoidal or learned),
+  `num_layers` `TransformerEncoderBlock`s (post-LN, or pre-LN with a final
+  norm), then a masked mean or a class token.
+
+The head is a float32 softmax over the classes (classification) or a linear
+layer of `output_dim` (regression), float32 so that mixed precision keeps the
+loss exact.
+
+Spec example:
+
+    model:
+      type: sequence_classifier
+      encoder: {type: rnn, cell: cec_lstm, units: 16, forget_gate: true}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from builder_ui.registry import ModelBuilder, register_model
+from builder_ui.spec import ModelParams, StrictModel
+
+MAX_UNITS = 2**16  # keras_seq.validation.MAX_UNITS
+MAX_LAYER_PARAMS = 2**31  # keras_seq.validation.MAX_LAYER_PARAMS
+MAX_LAYERS = 64
+
+Units = Annotated[int, Field(ge=1, le=MAX_UNITS)]
+Layers = Annotated[int, Field(ge=1, le=MAX_LAYERS)]
+Rate = Annotated[float, Field(ge=0, lt=1, description="Dropout rate, in [0, 1).")]
+
+CELL_LAYERS = {"simple": "SimpleRNN", "gru": "GRU", "lstm": "LSTM", "cec_lstm": "CECLSTM"}
+# Weight blocks per recurrent layer: one for a simple RNN, three gates for a GRU, four for an LSTM.
+_GATES = {"simple": 1, "gru": 3, "lstm": 4, "cec_lstm": 4}
+
+
+class RNNEncoder(StrictModel):
+    """A stack of recurrent layers; the last returns one vector per sequence.
+
+    Args:
+        cell: `simple`, `gru`, `lstm` or `cec_lstm` (the 1997 LSTM).
+        units: Width of each layer (per direction).
+        num_layers: Layers in the stack.
+        bidirectional: Read each sequence both ways and concatenate.
+        dropout: Dropout of each layer's inputs.
+        forget_gate: `cec_lstm` only: add the forget gate of Gers et al. 2000.
+        peephole: `cec_lstm` only: gates see the cell state (Gers & Schmidhuber 2000).
+    """
+
+    type: Literal["rnn"] = "rnn"
+    cell: Literal["simple", "gru", "lstm", "cec_lstm"] = "lstm"
+    units: Units = 32
+    num_layers: Layers = 1
+    bidirectional: bool = False
+    dropout: Rate = 0.0
+    forget_gate: bool | None = None
+    peephole: bool | None = None
+
+    @model_validator(mode="after")
+    def _cec_options(self) -> RNNEncoder:
+        for option in ("forget_gate", "peephole"):
+            if getattr(self, option) is not None and self.cell != "cec_lstm":
+                raise ValueError(
+                    f"{option}: only for cell 'cec_lstm' (keras.layers.LSTM always has a "
+                    f"forget gate and no peepholes), got cell {self.cell!r}"
+                )
+        return self
+
+
+class TransformerEncoder(StrictModel):
+    """A stack of Transformer encoder blocks (Vaswani et al. 2017) and a pooling.
+
+    Args:
+        embed_dim: Width of every token vector, `d_model`.
+        num_heads: Attention heads; must divide `embed_dim`.
+        ff_dim: Inner size of each block's feed-forward network.
+        num_layers: Encoder blocks.
+        norm_first: Pre-LN blocks (and a final norm) instead of the paper's post-LN.
+        positional: `sinusoidal` (fixed) or `learned` positions.
+        pooling: `mean` over the real steps, or a `class_token`.
+        dropout: Dropout after the positions and inside every block.
+    """
+
+    type: Literal["transformer"] = "transformer"
+    embed_dim: Units = 32
+    num_heads: Units = 4
+    ff_dim: Units = 64
+    num_layers: Layers = 2
+    norm_first: bool = False
+    positional: Literal["sinusoidal", "learned"] = "sinusoidal"
+    pooling: Literal["mean", "class_token"] = "mean"
+    dropout: Rate = 0.0
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> TransformerEncoder:
+        if self.embed_dim % self.num_heads:
+            raise ValueError(
+                f"num_heads: expected a divisor of embed_dim={self.embed_dim} (each head gets "
+                f"embed_dim / num_heads features), got {self.num_heads}"
+            )
+        return self
+
+
+Encoder = Annotated[RNNEncoder | TransformerEncoder, Field(discriminator="type")]
+
+
+class SequenceModelParams(ModelParams):
+    """Fields shared by `sequence_classifier` and `sequence_regressor`.
+
+    Args:
+        encoder: `{type: rnn, ...}` or `{type: transformer, ...}`.
+        embedding_dim: Token vector size for the `rnn` encoder over token
+            ids (default 16); the `transformer` uses `encoder.embed_dim`.
+        mask_zero: Token id 0 is padding: mask it out of the encoder.
+    """
+
+    encoder: Encoder = Field(default_factory=RNNEncoder)
+    embedding_dim: Units | None = None
+    mask_zero: bool = False
+
+    @model_validator(mode="after")
+    def _embedding_for_rnn(self) -> SequenceModelParams:
+        if self.embedding_dim is not None and self.encoder.type != "rnn":
+            raise ValueError(
+                "embedding_dim: only for the rnn encoder; the transformer's token vectors "
+                f"are encoder.embed_dim={self.encoder.embed_dim} wide"
+            )
+        return self
+
+
+class SequenceClassifierParams(SequenceModelParams):
+    """A recurrent or Transformer encoder and a softmax over the task's classes."""
+
+    type: Literal["sequence_classifier"] = "sequence_classifier"
+
+
+class SequenceRegressorParams(SequenceModelParams):
+    """A recurrent or Transformer encoder and a linear layer for the task's real targets."""
+
+    type: Literal["sequence_regressor"] = "sequence_regressor"
+
+
+DEFAULT_EMBEDDING_DIM = 16
+
+
+class _SequenceBuilder(ModelBuilder):
+    input_kinds = ("tokens", "numeric")
+
+    def check(self, params, task):
+        problems = []
+        inputs = task.inputs
+        encoder = params.encoder
+        tokens = inputs.kind == "tokens"
+        if not tokens and params.embedding_dim is not None:
+            problems.append(
+                ("embedding_dim", f"only for token inputs; task {task.name!r} has numeric inputs")
+            )
+        if not tokens and params.mask_zero:
+            problems.append(
+                ("mask_zero", f"only for token inputs; task {task.name!r} has numeric inputs")
+            )
+        width = encoder.embed_dim if encoder.type == "transformer" else self._embedding_dim(params)
+        if tokens and inputs.vocab_size * width > MAX_LAYER_PARAMS:
+            problems.append(
+                (
+                    "encoder.embed_dim" if encoder.type == "transformer" else "embedding_dim",
+                    f"an embedding of {inputs.vocab_size:,} tokens × {width} would hold more "
+                    f"than {MAX_LAYER_PARAMS:,} weights",
+                )
+            )
+        if encoder.type == "rnn":
+            features = width if tokens else inputs.features
+            directions = 2 if encoder.bidirectional else 1
+            for index in range(encoder.num_layers):
+                count = _GATES[encoder.cell] * encoder.units * (features + encoder.units + 2)
+                if count > MAX_LAYER_PARAMS:
+                    problems.append(
+                        (
+                            "encoder.units",
+                            f"layer {index} would hold {count:,} weights, more than "
+                            f"{MAX_LAYER_PARAMS:,}; got units={encoder.units}",
+                        )
+                    )
+                    break
+                features = encoder.units * directions
+        return problems
+
+    @staticmethod
+    def _embedding_dim(params):
+        return params.embedding_dim or DEFAULT_EMBEDDING_DIM
+
+    def build(self, params, task):
+        import keras
+
+        inputs = task.inputs
+        sequence = keras.Input(shape=inputs.shape, dtype=inputs.dtype, name="sequence")
+        if params.encoder.type == "rnn":
+            hidden = _rnn_encoder(params, inputs, sequence)
+        else:
+            hidden = _transformer_encoder(params, inputs, sequence)
+        targets = task.targets
+        if targets.kind == "classification":
+            head = keras.layers.Dense(
+                targets.num_classes, activation="softmax", dtype="float32", name="classifier"
+            )
+        else:
+            head = keras.layers.Dense(targets.output_dim, dtype="float32", name="regressor")
+        return keras.Model(sequence, head(hidden), name=params.type)
+
+
+def _rnn_encoder(params, inputs, sequence):
+    import keras
+
+    from keras_seq.layers import CECLSTM
+
+    encoder = params.encoder
+    hidden = sequence
+    if inputs.kind == "tokens":
+        dim = params.embedding_dim or DEFAULT_EMBEDDING_DIM
+        hidden = keras.layers.Embedding(
+            inputs.vocab_size, dim, mask_zero=params.mask_zero, name="token_embedding"
+        )(hidden)  # (batch, time, dim)
+    for index in range(encoder.num_layers):
+        last = index == encoder.num_layers - 1
+        options = {"return_sequences": not last, "dropout": encoder.dropout}
+        name = f"{encoder.cell}_{index}"
+        if encoder.cell == "cec_lstm":
+            layer = CECLSTM(
+                encoder.units,
+                forget_gate=bool(encoder.forget_gate),
+                peephole=bool(encoder.peephole),
+                name=name,
+                **options,
+            )
+        else:
+            layer_cls = getattr(keras.layers, CELL_LAYERS[encoder.cell])
+            layer = layer_cls(encoder.units, name=name, **options)
+        if encoder.bidirectional:
+            layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{index}")
+        hidden = layer(hidden)  # (batch, time, units) then (batch, units) at the last layer
+    return hidden
+
+
+def _transformer_encoder(params, inputs, sequence):
+    import keras
+
+    from keras_seq.layers import (
+        ClassToken,
+        LearnedPositionalEmbedding,
+        SinusoidalPositionalEncoding,
+        TransformerEncoderBlock,
+    )
+    from keras_seq.models import ClassTokenPooling, MaskedMeanPooling
+
+    encoder = params.encoder
+    if inputs.kind == "tokens":
+        x = keras.layers.Embedding(
+            inputs.vocab_size,
+            encoder.embed_dim,
+            mask_zero=params.mask_zero,
+            name="token_embedding",
+        )(sequence)  # (batch, time, embed_dim)
+    else:
+        x = keras.layers.Dense(encoder.embed_dim, name="input_projection")(sequence)
+    num_tokens = inputs.length
+    if encoder.pooling == "class_token":
+        x = ClassToken(name="class_token")(x)  # (batch, 1 + time, embed_dim)
+        num_tokens += 1
+    if encoder.positional == "sinusoidal":
+        x = SinusoidalPositionalEncoding(name="position_encoding")(x)
+    else:
+        x = LearnedPositionalEmbedding(num_tokens, name="position_embedding")(x)
+    x = keras.layers.Dropout(encoder.dropout, name="embedding_dropout")(x)
+    for index in range(encoder.num_layers):
+        x = TransformerEncoderBlock(
+            encoder.num_heads,
+            encoder.ff_dim,
+            dropout=encoder.dropout,
+            norm_first=encoder.norm_first,
+            name=f"encoder_block_{index}",
+        )(x)
+    if encoder.norm_first:
+        x = keras.layers.LayerNormalization(epsilon=1e-5, name="encoder_layer_norm")(x)
+    if encoder.pooling == "mean":
+        return MaskedMeanPooling(name="mean_pooling")(x)
+    return ClassTokenPooling(name="class_token_pooling")(x)
+
+
+@register_model("sequence_classifier")
+class SequenceClassifier(_SequenceBuilder):
+    params = SequenceClassifierParams
+    target_kinds = ("classification",)
+    description = "Recurrent or Transformer encoder over tokens or features, softmax classes."
+
+
+@register_model("sequence_regressor")
+class SequenceRegressor(_SequenceBuilder):
+    params = SequenceRegressorParams
+    target_kinds = ("regression",)
+    description = "Recurrent or Transformer encoder over tokens or features, real outputs."

@@ -1,0 +1,89 @@
+"""`vision_transformer`: the ViT of Dosovitskiy et al. (2020) over a task's images.
+
+    image ─▶ P×P patches ─▶ class token ─▶ + learned positions ─▶ N × pre-LN block
+          ─▶ LayerNorm ─▶ class token ─▶ classifier
+
+Built by `keras_seq.models.vision_transformer`. The image height and width
+must be multiples of `patch_size`; `prepare` checks that against the task's
+images before anything is built.
+
+Spec example:
+
+    task: {type: digits}
+    model: {type: vision_transformer, patch_size: 2, embed_dim: 32, num_heads: 4}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from builder_ui.builders.sequence import Layers, Rate, Units
+from builder_ui.registry import ModelBuilder, register_model
+from builder_ui.spec import ModelParams
+
+
+class VisionTransformerParams(ModelParams):
+    """The ViT's fields.
+
+    Args:
+        patch_size: `P`, the side of a square patch in pixels; divides the
+            image height and width.
+        embed_dim: `D`, the width of every token; a multiple of `num_heads`.
+        num_heads: Attention heads per block.
+        ff_dim: Inner size of each block's MLP (4·D in the paper).
+        num_layers: Encoder blocks (the paper's depth).
+        dropout: Dropout after the positions and inside every block.
+    """
+
+    type: Literal["vision_transformer"] = "vision_transformer"
+    patch_size: Annotated[int, Field(ge=1, le=1024)] = 4
+    embed_dim: Units = 32
+    num_heads: Units = 4
+    ff_dim: Units = 64
+    num_layers: Layers = 2
+    dropout: Rate = 0.0
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> VisionTransformerParams:
+        if self.embed_dim % self.num_heads:
+            raise ValueError(
+                f"num_heads: expected a divisor of embed_dim={self.embed_dim} (each head gets "
+                f"embed_dim / num_heads features), got {self.num_heads}"
+            )
+        return self
+
+
+@register_model("vision_transformer")
+class VisionTransformer(ModelBuilder):
+    params = VisionTransformerParams
+    input_kinds = ("image",)
+    target_kinds = ("classification",)
+    description = "Vision Transformer (Dosovitskiy et al. 2020): patches, class token, encoder."
+
+    def check(self, params, task):
+        height, width = task.inputs.height, task.inputs.width
+        if height % params.patch_size or width % params.patch_size:
+            return [
+                (
+                    "patch_size",
+                    f"expected a divisor of the image height {height} and width {width} "
+                    f"(task {task.name!r}), got {params.patch_size}",
+                )
+            ]
+        return []
+
+    def build(self, params, task):
+        from keras_seq.models import vision_transformer
+
+        return vision_transformer(
+            task.inputs,
+            params.patch_size,
+            params.embed_dim,
+            params.num_layers,
+            params.num_heads,
+            params.ff_dim,
+            task.targets.num_classes,
+            dropout=params.dropout,
+        )

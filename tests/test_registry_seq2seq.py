@@ -1,0 +1,190 @@
+"""The `seq2seq` model type: fields per architecture, compatibility, one epoch, BLEU evaluation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from builder_ui.registry import prepare
+from builder_ui.spec import SpecError, load_spec
+
+
+def spec(task=None, **model):
+    return {
+        "version": 1,
+        "name": "s2s",
+        "task": task or {"type": "reverse", "length": 5, "n": 120, "vocab_size": 4},
+        "model": {"type": "seq2seq", **model},
+        "train": {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 1},
+    }
+
+
+RNN = {"architecture": "rnn", "cell": "gru", "units": 8, "embedding_dim": 4}
+
+
+@pytest.fixture(scope="module")
+def trained():
+    prepared = prepare(spec(**RNN, attention="bahdanau", bidirectional=True))
+    model = prepared.build()
+    history = model.fit(
+        prepared.x_train,
+        prepared.y_train,
+        validation_data=(prepared.x_val, prepared.y_val),
+        epochs=1,
+        verbose=0,
+    )
+    return prepared, model, history.history
+
+
+@pytest.mark.slow
+def test_seq2seq_trains_on_teacher_forced_pairs_and_monitors_token_accuracy(trained):
+    prepared, model, history = trained
+    assert set(prepared.x_train) == {"source", "target"}
+    np.testing.assert_array_equal(prepared.x_train["target"], prepared.y_train)
+    assert prepared.monitor_metric == "val_token_accuracy"
+    assert math.isfinite(history["val_loss"][0])
+    assert model.attention == "bahdanau" and model.units == 8 and model.bidirectional
+
+
+@pytest.mark.slow
+def test_seq2seq_evaluation_scores_greedy_decodes_with_bleu(trained):
+    from keras_seq.metrics import corpus_bleu, exact_match
+    from keras_seq.models.decoding import greedy_decode
+
+    prepared, model, _ = trained
+    metrics = prepared.evaluate(model)
+    task = prepared.task
+    ids = np.asarray(greedy_decode(model, task.x_val, task.targets.length).ids)
+    vocabulary = task.target_vocabulary
+    hypotheses = [vocabulary.decode(row) for row in ids]
+    references = [vocabulary.decode(row) for row in task.y_val]
+    assert metrics["bleu"] == pytest.approx(corpus_bleu(hypotheses, references))
+    assert metrics["exact_match"] == pytest.approx(exact_match(hypotheses, references))
+    assert {"loss", "token_accuracy"} <= set(metrics)
+
+
+def test_transformer_fields_reach_the_model():
+    prepared = prepare(
+        spec(architecture="transformer", embed_dim=8, num_heads=2, ff_dim=16, max_length=8)
+    )
+    model = prepared.build()
+    assert (model.architecture, model.embed_dim, model.num_heads, model.max_length) == (
+        "transformer",
+        8,
+        2,
+        8,
+    )
+
+
+def test_defaults_fill_the_architectures_fields():
+    rnn = load_spec(spec()).model.arguments()
+    assert (rnn["cell"], rnn["units"], rnn["attention"], rnn["embedding_dim"]) == (
+        "lstm",
+        64,
+        None,
+        64,
+    )
+    assert "embed_dim" not in rnn
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        (
+            {"architecture": "transformer", "cell": "gru"},
+            "model.cell: not a field of architecture 'transformer' (leave it out or null), "
+            "got 'gru'",
+        ),
+        (
+            {"architecture": "rnn", "num_heads": 2},
+            "model.num_heads: not a field of architecture 'rnn' (leave it out or null), got 2",
+        ),
+        (
+            {"units": 15, "bidirectional": True},
+            "model.units: expected an even number with bidirectional: true (each direction "
+            "has units / 2), got 15",
+        ),
+        (
+            {"attention": "luong_dot", "attention_units": 8},
+            "model.attention_units: only with attention 'bahdanau' or 'luong_concat', got "
+            "attention 'luong_dot'",
+        ),
+        (
+            {"attention": "bahdanau", "input_feeding": True},
+            "model.input_feeding: only with a Luong attention (luong_dot, luong_general, "
+            "luong_concat), got attention 'bahdanau'",
+        ),
+        (
+            {"attention": "dot"},
+            "model.attention: expected one of 'bahdanau', 'luong_dot', 'luong_general' or "
+            "'luong_concat', got 'dot'",
+        ),
+        (
+            {"architecture": "transformer", "embed_dim": 10, "num_heads": 4},
+            "model.num_heads: expected a divisor of embed_dim=10 (each head gets embed_dim / "
+            "num_heads features), got 4",
+        ),
+    ],
+)
+def test_fields_are_checked_per_architecture(model, expected):
+    with pytest.raises(SpecError) as excinfo:
+        load_spec(spec(**model))
+    assert str(excinfo.value) == expected
+
+
+def test_transformer_max_length_must_hold_the_task_targets():
+    with pytest.raises(SpecError) as excinfo:
+        prepare(spec(architecture="transformer", embed_dim=8, num_heads=2, max_length=4))
+    assert str(excinfo.value) == (
+        "model.max_length: expected at least 6 (the longest target of task 'reverse'), got 4"
+    )
+
+
+def test_seq2seq_needs_a_sequence_task_and_sequence_tasks_need_seq2seq():
+    with pytest.raises(SpecError, match="'seq2seq' predicts sequence targets, but task"):
+        prepare(spec(task={"type": "long_lag", "n": 50, "encoding": "ids"}))
+    reverse = {"type": "reverse", "length": 5, "n": 50}
+    data = {**spec(task=reverse), "model": {"type": "sequence_classifier"}}
+    with pytest.raises(SpecError) as excinfo:
+        prepare(data)
+    assert str(excinfo.value) == (
+        "model.type: 'sequence_classifier' predicts classification targets, but task 'reverse' "
+        "has sequence targets; model types that fit: seq2seq"
+    )
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ({"type": "copy", "length": 3, "min_length": 4}, "task.min_length: expected at most"),
+        ({"type": "toy_translation", "min_len": 9, "max_len": 6}, "task.min_len: expected at"),
+        ({"type": "toy_translation", "max_len": 300}, "task.max_len: expected an integer ≤ 200"),
+    ],
+)
+def test_sequence_task_fields_are_checked(task, expected):
+    with pytest.raises(SpecError, match=f"^{expected}"):
+        load_spec(spec(task=task))
+
+
+def test_parallel_text_problems_are_reported_at_task_path(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("hello\tbonjour\nno tab here\ncat\tchat\n", encoding="utf-8")
+    with pytest.raises(SpecError) as excinfo:
+        prepare(spec(task={"type": "parallel_text", "path": str(path)}))
+    (line,) = str(excinfo.value).splitlines()[:1]
+    assert line.startswith("task.path: ") and "2" in line
+
+
+def test_parallel_text_file_becomes_a_translation_task(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    words = ["cat", "dog", "bird", "fish", "cow", "horse", "sheep", "goat", "duck", "mouse"]
+    french = ["chat", "chien", "oiseau", "poisson", "vache", "cheval", "mouton", "chèvre",
+              "canard", "souris"]  # fmt: skip
+    lines = [f"the {a} sees the {b}\tle {x} voit le {y}" for a, x in zip(words, french, strict=True)
+             for b, y in zip(words[:3], french[:3], strict=True)]  # fmt: skip
+    path.write_text("\n".join(lines), encoding="utf-8")
+    prepared = prepare(spec(task={"type": "parallel_text", "path": str(path)}, **RNN))
+    assert prepared.task.targets.kind == "sequence"
+    assert prepared.num_train + prepared.num_val == len(lines)

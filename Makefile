@@ -16,8 +16,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
+# The browser tests drive Debian's Chromium through Playwright (no browser download).
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help venv app test lint format bench clean distclean
+.PHONY: help venv browser app test lint format bench clean distclean
 
 help: ## Show this help.
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) \
@@ -34,13 +37,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP) ## Create .venv and install the project with the dev extras.
 
+browser: ## Install Debian's Chromium for the browser tests if it is missing.
+	@[ -x $(CHROMIUM) ] || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@[ -x $(CHROMIUM) ] && echo "browser: $$($(CHROMIUM) --version 2>/dev/null)"
+
 app: $(STAMP) ## Start the builder app; pass options with ARGS="--port 7871".
 	$(BIN)/keras-seq ui $(ARGS)
 
-test: $(STAMP) ## Lint, check formatting, run all tests (TensorFlow), then layer tests under JAX.
+test: $(STAMP) browser ## Lint, format check, all tests (TensorFlow), then layer tests under JAX.
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	KERAS_BACKEND=tensorflow $(BIN)/pytest
+	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(BIN)/pytest
 	KERAS_BACKEND=jax $(BIN)/pytest -m backend_agnostic
 
 lint: $(STAMP) ## Run ruff lint and the format check.

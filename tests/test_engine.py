@@ -263,6 +263,17 @@ def test_invalid_specs_write_nothing_to_the_store(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("runs.sqlite")) == []
 
 
+def test_tensorboard_logs_are_written_when_asked_for(tmp_path):
+    pytest.importorskip("tensorboard")
+    store = RunStore(tmp_path)
+    spec = {**TINY, "train": {**TINY["train"], "epochs": 1, "tensorboard": True}}
+    record = engine.run(spec, store=store)
+    assert record.status == "done"
+    logs = engine.artifact_dir(store, record.id) / engine.TENSORBOARD_DIR
+    events = sorted(path.parent.name for path in logs.rglob("events.out.tfevents.*"))
+    assert events == ["train", "validation"], events
+
+
 def importlib_util_find(name):
     import importlib.util
 

@@ -1,9 +1,25 @@
 """The `keras-seq` command line.
 
+    keras-seq ui [--host H] [--port P] [--runs DIR] [--auth USER:PASS]
+    keras-seq train SPEC [--runs DIR] [--name N] [--set FIELD=VALUE ...]
+    keras-seq sweep SPEC [--executor local|ray] [--address ADDR] [--num-cpus N] [--runs DIR]
+    keras-seq runs [--runs DIR] [--status S] [--sweep ID] [--compare ID ...] [--csv FILE]
+    keras-seq export RUN --format keras|savedmodel|python [--out PATH] [--runs DIR]
+    keras-seq resume RUN [--runs DIR]
+    keras-seq schema [--out FILE]
+    keras-seq validate SPEC [--set FIELD=VALUE ...]
+
 Each subcommand is a pair of functions, one that declares its arguments and
 one that runs it, registered in `COMMANDS`; to add a subcommand, write both and
-add one `Command` line there. Heavy imports (Gradio, Keras) happen inside the
-run functions so that `keras-seq --help` stays fast.
+add one `Command` line there. Heavy imports (Gradio, Keras, pydantic, pandas)
+happen inside the run functions so that `keras-seq --help` stays fast.
+
+Exit codes: 0 when the command did what it was asked (a run ended `done`);
+1 when it worked but a run ended otherwise (`diverged`, `failed`, ...);
+2 when the input was refused (a malformed or invalid spec, an unknown run, a
+run that cannot be exported): one message on stderr, naming the field and the
+value, and nothing written to the run store; 130 when interrupted (Ctrl-C; an
+interrupted run can be continued with `keras-seq resume`).
 """
 
 from __future__ import annotations
@@ -118,8 +134,495 @@ def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
+# --- Shared by the experiment commands ----------------------------------------------------------
+
+EXIT_OK = 0
+EXIT_RUN_NOT_DONE = 1  # the command worked, a run did not end `done`
+EXIT_BAD_INPUT = 2  # like argparse: the input was refused, nothing was done
+EXIT_INTERRUPTED = 130
+
+
+class InputError(Exception):
+    """Input the command refuses: printed as one message on stderr, exit code 2."""
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    """Print `keras-seq COMMAND: error: MESSAGE` on stderr; return exit code 2."""
+    message = str(message).rstrip()
+    if "\n" in message:
+        message = "\n" + "\n".join(f"  {line}" for line in message.splitlines())
+    print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _add_runs_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        default=Path(DEFAULT_RUNS_DIR),
+        metavar="DIR",
+        help=f"the run store directory (default: {DEFAULT_RUNS_DIR})",
+    )
+
+
+def _add_set_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a spec field before validation, e.g. --set train.epochs=2 "
+        "(VALUE is read as YAML; repeatable)",
+    )
+
+
+def parse_override(text: str) -> tuple[list[str], object]:
+    """`"train.epochs=2"` → `(["train", "epochs"], 2)`; the value is read as YAML."""
+    from builder_ui.spec import SpecError, parse_yaml
+
+    path, sep, value = text.partition("=")
+    parts = path.strip().split(".")
+    if not sep or not all(part.strip() for part in parts):
+        raise InputError(f"--set expects FIELD=VALUE with a dotted field path, got {text!r}")
+    try:
+        parsed = parse_yaml(value) if value.strip() else None
+    except SpecError as error:
+        raise InputError(f"--set {path}: {error}") from None
+    return [part.strip() for part in parts], parsed
+
+
+def apply_overrides(data: object, overrides: Sequence[str]) -> object:
+    """Set each `FIELD=VALUE` of `--set` in a spec document (a dict) before it is validated."""
+    if not overrides:
+        return data
+    if not isinstance(data, dict):
+        return data  # validation reports what the document is
+    for text in overrides:
+        parts, value = parse_override(text)
+        node = data
+        for depth, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                where = ".".join(parts[: depth + 1])
+                raise InputError(f"--set {'.'.join(parts)}: {where} is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    return data
+
+
+def load_spec_argument(args: argparse.Namespace):
+    """The spec file of `args.spec`, with `--set` applied, validated (SpecError if not)."""
+    from builder_ui.spec import load_spec, read_spec_file
+
+    data = read_spec_file(args.spec)
+    data = apply_overrides(data, getattr(args, "overrides", []))
+    return load_spec(data)
+
+
+def _existing_store(args: argparse.Namespace):
+    """The run store of `--runs`, which must already exist (commands that only read)."""
+    from builder_ui.runs import DB_NAME
+
+    if not (args.runs / DB_NAME).is_file():
+        raise InputError(f"no run store in {str(args.runs)!r} (no {DB_NAME}); pass --runs DIR")
+    return open_store(args.runs)
+
+
+def open_store(directory: Path):
+    """`RunStore(directory)`, its refusals (a file, a newer schema) as one message."""
+    from builder_ui.runs import RunStore
+
+    try:
+        return RunStore(directory)
+    except (ValueError, RuntimeError) as error:
+        raise InputError(str(error)) from None
+
+
+def _print_record(record) -> None:
+    """The outcome of a run on stdout: id, status, final metrics, time and device."""
+    print(f"run {record.id} ({record.name}): {record.status}")
+    width = max((len(name) for name in record.metrics), default=0)
+    for name, value in record.metrics.items():
+        shown = "n/a" if value is None else f"{value:.6g}"
+        print(f"  {name:<{width}}  {shown}")
+    details = []
+    if record.wall_time is not None:
+        details.append(f"{record.wall_time:.1f} s")
+    if record.examples_per_sec:
+        details.append(f"{record.examples_per_sec:,.0f} examples/s")
+    details += [x for x in (record.device, record.precision) if x]
+    if record.params is not None:
+        details.append(f"{record.params:,} parameters")
+    if details:
+        print(f"  ({', '.join(details)})")
+    if record.error:
+        print(f"  {record.error}")
+
+
+def _guarded(run: Callable[[argparse.Namespace], int]):
+    """Turn refused input (bad spec, unknown run, ...) into one message and exit code 2."""
+
+    def wrapper(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from builder_ui.runs import RunNotFoundError, StatusError
+        from builder_ui.spec import SpecError
+
+        try:
+            return run(args)
+        except (InputError, SpecError, RunNotFoundError, StatusError) as error:
+            return _fail(args, str(error))
+        except OSError as error:  # an unreadable or unwritable path given on the command line
+            return _fail(args, f"{error.strerror or error}: {error.filename or ''}".rstrip(": "))
+        except KeyboardInterrupt:
+            print(f"\n{PROG} {args.command}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+
+    return wrapper
+
+
+# --- keras-seq train ------------------------------------------------------------------------------
+
+
+def _configure_train(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", type=Path, metavar="SPEC", help="experiment spec (.yaml or .json)")
+    _add_runs_argument(parser)
+    parser.add_argument("--name", help="name of the run (default: the spec's name)")
+    _add_set_argument(parser)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    """Train one spec with a progress bar on stderr; print the run and its metrics on stdout."""
+    from builder_ui.spec import load_spec
+
+    spec = load_spec_argument(args)
+    if spec.sweep is not None:
+        raise InputError(
+            f"{args.spec} has a `sweep:` section ({_trial_count(spec)} trials); run it with "
+            f"`{PROG} sweep {args.spec}`"
+        )
+    if args.name is not None:
+        spec = load_spec({**spec.to_dict(), "name": args.name})
+
+    from builder_ui import engine
+    from builder_ui.progress import TerminalProgress
+
+    with open_store(args.runs) as store:
+        try:
+            record = engine.run(spec, store=store, callbacks=[TerminalProgress()])
+        except KeyboardInterrupt:
+            _print_resume_hint(store)
+            raise
+    _print_record(record)
+    return EXIT_OK if record.status == "done" else EXIT_RUN_NOT_DONE
+
+
+def _print_resume_hint(store) -> None:
+    for record in store.list_runs(status="interrupted")[-1:]:
+        print(
+            f"run {record.id} is interrupted; continue it with `{PROG} resume {record.id} "
+            f"--runs {store.directory}`",
+            file=sys.stderr,
+        )
+
+
+def _trial_count(spec) -> int:
+    from builder_ui import sweeps
+
+    if spec.sweep is None:
+        return 1
+    return spec.sweep.num_trials if spec.sweep.method == "random" else sweeps.grid_size(spec)
+
+
+# --- keras-seq sweep ------------------------------------------------------------------------------
+
+
+def _configure_sweep(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", type=Path, metavar="SPEC", help="spec with a `sweep:` section")
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local: one trial after another (default); ray: one Ray task per trial",
+    )
+    parser.add_argument(
+        "--address", metavar="ADDR", help="ray: join the Ray cluster at ADDR (e.g. auto)"
+    )
+    parser.add_argument(
+        "--num-cpus",
+        type=_positive_int,
+        metavar="N",
+        help="ray: CPUs of the local Ray instance it starts (default: all)",
+    )
+    _add_runs_argument(parser)
+    _add_set_argument(parser)
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
+    return number
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    """Run every trial; print a table of the trials (what differs, their metrics)."""
+    if args.executor != "ray" and (args.address is not None or args.num_cpus is not None):
+        raise InputError("--address and --num-cpus are for --executor ray")
+    spec = load_spec_argument(args)
+
+    from builder_ui import compare, executors
+    from builder_ui.progress import TerminalProgress
+
+    with open_store(args.runs) as store:
+        try:
+            result = executors.run_sweep(
+                spec,
+                store=store,
+                executor=args.executor,
+                address=args.address,
+                num_cpus=args.num_cpus,
+                callbacks=[TerminalProgress()],
+            )
+        except executors.ExecutorError as error:
+            raise InputError(str(error)) from None
+        table = compare.compare(store, result.run_ids)
+    print(f"sweep {result.sweep_id}: {len(result.records)} runs in {args.runs}")
+    print(_table_text(table))
+    return EXIT_OK if result.all_done else EXIT_RUN_NOT_DONE
+
+
+# --- keras-seq runs -------------------------------------------------------------------------------
+
+RUN_STATUSES = ("queued", "running", "done", "failed", "diverged", "cancelled", "interrupted")
+
+
+def _configure_runs(parser: argparse.ArgumentParser) -> None:
+    _add_runs_argument(parser)
+    parser.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    parser.add_argument("--sweep", metavar="ID", help="only the runs of this sweep")
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="ID",
+        help="compare these runs: the spec fields that differ, metrics, time, device",
+    )
+    parser.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
+
+
+def _run_runs(args: argparse.Namespace) -> int:
+    """List the runs of a store, or compare some of them; optionally write the table as CSV."""
+    from builder_ui import compare
+    from builder_ui.runs import DB_NAME
+
+    if not (args.runs / DB_NAME).is_file():
+        if args.compare:
+            raise InputError(f"no run store in {str(args.runs)!r}; pass --runs DIR")
+        print(f"No runs in {args.runs}.")
+        return EXIT_OK
+    with _existing_store(args) as store:
+        if args.compare:
+            where = {}
+            if args.status is not None:
+                where["status"] = args.status
+            if args.sweep is not None:
+                where["sweep_id"] = args.sweep
+            try:
+                table = compare.compare(store, args.compare, where=where or None)
+            except KeyError as error:
+                raise InputError(str(error.args[0])) from None
+        else:
+            records = store.list_runs(status=args.status, sweep_id=args.sweep)
+            table = runs_table(records)
+    if table.empty:
+        print("No runs match.")
+    else:
+        print(_table_text(table))
+    if args.csv is not None:
+        path = compare.to_csv(table, args.csv)
+        print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def runs_table(records):
+    """One row per run: id, name, status, sweep, created, epochs, final metrics, time, device."""
+    import datetime
+
+    import pandas as pd
+
+    metric_names: list[str] = []
+    for record in records:
+        metric_names += [name for name in record.metrics if name not in metric_names]
+    rows = []
+    for record in records:
+        created = datetime.datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M")
+        row = {
+            "id": record.id,
+            "name": record.name,
+            "status": record.status,
+            "sweep": record.sweep_id,
+            "created": created,
+            "epochs": record.spec.get("train", {}).get("epochs"),
+        }
+        for name in metric_names:
+            value = record.metrics.get(name)
+            row[name] = float("nan") if value is None else value
+        row.update(
+            params=record.params,
+            wall_time=record.wall_time,
+            examples_per_sec=record.examples_per_sec,
+            device=record.device,
+        )
+        rows.append(row)
+    columns = ["id", "name", "status", "sweep", "created", "epochs", *metric_names]
+    columns += ["params", "wall_time", "examples_per_sec", "device"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _table_text(table) -> str:
+    import pandas as pd
+
+    with pd.option_context(
+        "display.max_columns", None, "display.width", 250, "display.max_colwidth", 48
+    ):
+        return table.to_string(index=False, float_format=lambda value: f"{value:.4g}")
+
+
+# --- keras-seq export -----------------------------------------------------------------------------
+
+
+def _configure_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="id of a finished (done) run")
+    parser.add_argument(
+        "--format",
+        required=True,
+        choices=("keras", "savedmodel", "python"),
+        help="keras: the .keras file; savedmodel: a TensorFlow SavedModel (and a zip); "
+        "python: a script that rebuilds the architecture",
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="PATH", help="also copy the export to PATH (replaced)"
+    )
+    _add_runs_argument(parser)
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    """Export a done run's model; print the path written."""
+    from builder_ui import export
+
+    with _existing_store(args) as store:
+        try:
+            path = export.export(store, args.run, args.format, out=args.out)
+        except export.ExportError as error:
+            raise InputError(str(error)) from None
+        print(path)
+        if args.format == "savedmodel" and args.out is None:
+            print(store.artifact_path(args.run, export.SAVEDMODEL_ZIP))
+    return EXIT_OK
+
+
+# --- keras-seq resume -----------------------------------------------------------------------------
+
+
+def _configure_resume(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="id of an interrupted run")
+    _add_runs_argument(parser)
+
+
+def _run_resume(args: argparse.Namespace) -> int:
+    """Continue an interrupted run from its last finished epoch."""
+    from builder_ui import engine
+    from builder_ui.progress import TerminalProgress
+
+    with _existing_store(args) as store:
+        try:
+            record = engine.run(
+                None, store=store, run_id=args.run, resume=True, callbacks=[TerminalProgress()]
+            )
+        except ValueError as error:
+            if type(error).__name__ == "SpecError":
+                raise
+            raise InputError(str(error)) from None
+    _print_record(record)
+    return EXIT_OK if record.status == "done" else EXIT_RUN_NOT_DONE
+
+
+# --- keras-seq schema and validate ----------------------------------------------------------------
+
+
+def _configure_schema(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of stdout")
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    """Print the JSON Schema of an experiment spec (every registered task and model type)."""
+    import json
+
+    from builder_ui.spec import json_schema
+
+    text = json.dumps(json_schema(), indent=2) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        _write_text(args.out, text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _write_text(path: Path, text: str) -> None:
+    import os
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def _configure_validate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", type=Path, metavar="SPEC", help="experiment spec (.yaml or .json)")
+    _add_set_argument(parser)
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    """Run every check `train` and `sweep` run before training (data included); train nothing."""
+    spec = load_spec_argument(args)
+
+    from builder_ui.executors import plan_sweep
+
+    trials = plan_sweep(spec)
+    what = f"model {spec.model.type!r} on task {spec.task.type!r}"
+    if spec.sweep is not None:
+        what += f", {len(trials)} trials"
+    print(f"{args.spec}: valid ({what})")
+    return EXIT_OK
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("ui", "start the model builder web app", _configure_ui, _run_ui),
+    Command("train", "train one experiment spec", _configure_train, _guarded(_run_train)),
+    Command("sweep", "run every trial of a spec's sweep", _configure_sweep, _guarded(_run_sweep)),
+    Command("runs", "list, compare and export runs as CSV", _configure_runs, _guarded(_run_runs)),
+    Command("export", "export a finished run's model", _configure_export, _guarded(_run_export)),
+    Command("resume", "continue an interrupted run", _configure_resume, _guarded(_run_resume)),
+    Command(
+        "schema",
+        "print the JSON Schema of experiment specs",
+        _configure_schema,
+        _guarded(_run_schema),
+    ),
+    Command(
+        "validate",
+        "check a spec without training it",
+        _configure_validate,
+        _guarded(_run_validate),
+    ),
 )
 
 

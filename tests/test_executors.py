@@ -1,0 +1,97 @@
+"""Sweep executors: every trial checked before anything is written; Ray trials in worker
+processes, writing into one shared store."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from builder_ui import executors
+from builder_ui.runs import RunStore
+from builder_ui.spec import SpecError
+
+# Two trials of a tiny classifier; one epoch each.
+SWEEP = {
+    "version": 1,
+    "name": "cells",
+    "task": {"type": "long_lag", "lag": 5, "n": 80, "num_distractors": 4},
+    "model": {"type": "sequence_classifier", "encoder": {"type": "rnn", "cell": "gru", "units": 4}},
+    "train": {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 2},
+    "sweep": {"parameters": {"model.encoder.cell": ["gru", "simple"]}},
+}
+
+
+def test_a_trial_that_fails_a_data_check_writes_nothing(tmp_path):
+    # 8×8 digits: patch size 2 divides the image, 3 does not; only prepare() can tell.
+    spec = {
+        "version": 1,
+        "name": "patches",
+        "task": {"type": "digits"},
+        "model": {"type": "vision_transformer", "embed_dim": 8, "num_heads": 2},
+        "train": {"epochs": 1},
+        "sweep": {"parameters": {"model.patch_size": [2, 3]}},
+    }
+    store = RunStore(tmp_path)
+    with pytest.raises(SpecError) as excinfo:
+        executors.run_sweep(spec, store=store)
+    (path, message), *others = excinfo.value.problems
+    assert not others
+    assert path == "model.patch_size"
+    assert "divisor of the image height 8 and width 8" in message
+    assert message.endswith("(trial 1: model.patch_size=3)")
+    assert store.list_runs() == []
+
+
+def test_executor_options_are_checked_before_anything_runs(tmp_path):
+    store = RunStore(tmp_path)
+    with pytest.raises(ValueError, match="expected one of \\['local', 'ray'\\], got 'dask'"):
+        executors.run_sweep(SWEEP, store=store, executor="dask")
+    with pytest.raises(ValueError, match="`address`: it is for the 'ray' executor only"):
+        executors.run_sweep(SWEEP, store=store, address="auto")
+    assert store.list_runs() == []
+
+
+def test_missing_ray_names_the_extra_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` sees when it is absent
+    store = RunStore(tmp_path)
+    with pytest.raises(executors.ExecutorError, match=r"pip install keras-seq\[ray\]"):
+        executors.run_sweep(SWEEP, store=store, executor="ray")
+    assert store.list_runs() == []
+
+
+@pytest.fixture
+def local_ray():
+    ray = pytest.importorskip("ray")
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}},
+    )
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_runs_each_trial_in_a_worker_into_one_store(local_ray, tmp_path):
+    store = RunStore(tmp_path / "runs")
+    ended = []
+
+    class Ended:
+        def on_run_end(self, record):
+            ended.append(record.id)
+
+    result = executors.run_sweep(SWEEP, store=store, executor="ray", callbacks=[Ended()])
+    records = store.list_runs(sweep_id=result.sweep_id, history=True)
+    assert [record.status for record in records] == ["done", "done"], [r.error for r in records]
+    assert sorted(record.id for record in records) == sorted(result.run_ids) == sorted(ended)
+    assert [record.name for record in records] == ["cells-0", "cells-1"]
+    assert [record.spec["model"]["encoder"]["cell"] for record in records] == ["gru", "simple"]
+    for record in records:
+        assert [row.epoch for row in record.history] == [1]
+        assert record.pid != os.getpid()  # trained in a Ray worker, not here
+        assert (store.artifact_dir(record.id) / "model.keras").is_file()
+    assert local_ray.is_initialized()  # an instance started by the caller is left running

@@ -145,7 +145,23 @@ def _make_callbacks_classes():
                 self.recorder.cancelled = True
                 self.model.stop_training = True
 
-    return RunRecorder, ProgressBridge, CancelCheck
+    class Backup(keras.callbacks.BackupAndRestore):
+        """`BackupAndRestore` that survives a kill during the very first checkpoint.
+
+        Keras falls back to the previous checkpoint (`.bkp`) when the latest is
+        corrupt, but there is none before the first epoch's checkpoint is
+        complete. Then nothing was saved yet, so training restarts at epoch 1
+        (its recorded rows are replaced as the epochs run again).
+        """
+
+        def on_train_begin(self, logs=None):
+            try:
+                super().on_train_begin(logs)
+            except OSError:
+                shutil.rmtree(self.backup_dir, ignore_errors=True)
+                self.model._initial_epoch = 0
+
+    return RunRecorder, ProgressBridge, CancelCheck, Backup
 
 
 def _split_callbacks(callbacks: Iterable[Any]) -> tuple[list[Any], list[Any]]:
@@ -312,7 +328,7 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
     directory.mkdir(parents=True, exist_ok=True)
     backup_dir = directory / BACKUP_DIR
     started = time.perf_counter()
-    RunRecorder, ProgressBridge, CancelCheck = _make_callbacks_classes()
+    RunRecorder, ProgressBridge, CancelCheck, Backup = _make_callbacks_classes()
     recorder = RunRecorder(store, run_id, cancel)
     record = None
     caller_policy = keras.mixed_precision.dtype_policy()
@@ -334,12 +350,12 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
             for callback in progress:
                 callback.on_run_start(record, train.epochs, steps)
 
+            # The checkpoint of epoch N is written before the store records epoch N,
+            # so a run killed in between resumes from a checkpoint of every recorded epoch.
             fit_callbacks = [
+                Backup(backup_dir=str(backup_dir), double_checkpoint=True),
                 recorder,
                 keras.callbacks.TerminateOnNaN(),
-                keras.callbacks.BackupAndRestore(
-                    backup_dir=str(backup_dir), double_checkpoint=True
-                ),
             ]
             if train.early_stopping is not None:
                 stopping = train.early_stopping

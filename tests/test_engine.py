@@ -248,6 +248,22 @@ def test_keyboard_interrupt_leaves_a_resumable_run(tmp_path):
     assert resumed.history[:2] == record.history  # epochs 1 and 2 were not trained again
 
 
+def test_a_run_killed_during_its_first_checkpoint_resumes_from_epoch_one(tmp_path):
+    store = RunStore(tmp_path)
+    spec = {**TINY, "train": {**TINY["train"], "epochs": 2}}
+    with pytest.raises(KeyboardInterrupt):
+        engine.run(spec, store=store, callbacks=[_RaiseAt(1, KeyboardInterrupt())])
+    (record,) = store.list_runs()
+    backup = engine.artifact_dir(store, record.id) / engine.BACKUP_DIR
+    backup.mkdir(parents=True, exist_ok=True)
+    # What a kill halfway through writing the first checkpoint leaves: a truncated
+    # HDF5 file and no previous checkpoint to fall back to.
+    (backup / "latest.weights.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 40)
+    resumed = engine.run(None, store=store, run_id=record.id, resume=True)
+    assert resumed.status == "done", resumed.error
+    assert [row.epoch for row in resumed.history] == [1, 2]
+
+
 def test_invalid_specs_write_nothing_to_the_store(tmp_path):
     store = RunStore(tmp_path)
     bad_units = {**TINY, "model": {**TINY["model"], "encoder": {"type": "rnn", "units": -3}}}

@@ -8,6 +8,10 @@ Attention: `BahdanauAttention`, `LuongAttention`, `ScaledDotProductAttention`, `
 (one calling convention, `layer(query, value, key=None, ...)`; masks in `layers.masks`).
 
 Transformer: encoder and decoder blocks, positional encodings, the ViT's patches and class token.
+
+Sequence to sequence: `RecurrentDecoder`, an RNN decoder that owns its loop over
+time and reads the encoder through Bahdanau or Luong attention (or not at all),
+and `ReverseWithinLength`, the source reversal of Sutskever et al. (2014).
 """
 
 from keras_seq.layers import masks as masks
@@ -17,6 +21,8 @@ from keras_seq.layers.luong_attention import LuongAttention
 from keras_seq.layers.patches import ClassToken, PatchEmbedding
 from keras_seq.layers.pointer_attention import PointerAttention
 from keras_seq.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from keras_seq.layers.recurrent_decoder import RecurrentDecoder
+from keras_seq.layers.reverse_within_length import ReverseWithinLength
 from keras_seq.layers.scaled_dot_product_attention import ScaledDotProductAttention
 from keras_seq.layers.transformer_decoder import TransformerDecoderBlock
 from keras_seq.layers.transformer_encoder import TransformerEncoderBlock
@@ -30,6 +36,8 @@ __all__ = [
     "LuongAttention",
     "PatchEmbedding",
     "PointerAttention",
+    "RecurrentDecoder",
+    "ReverseWithinLength",
     "ScaledDotProductAttention",
     "SinusoidalPositionalEncoding",
     "TransformerDecoderBlock",

@@ -12,24 +12,55 @@ between the task's input and a classification or regression head;
 sequences with a Transformer encoder (Vaswani et al. 2017), pooling by a
 masked mean or a class token; `vision_transformer(image_shape, patch_size, …)`
 is the ViT of Dosovitskiy et al. (2020), for image tasks such as `digits`.
+
+`seq2seq(source_vocab_size, target_vocab_size, …)` builds a `Seq2Seq`
+encoder–decoder (RNN with or without Bahdanau or Luong attention, or
+Transformer) trained with teacher forcing; `encode` and `decode_step` are its
+inference contract. `MaskedSparseCategoricalCrossentropy` and
+`MaskedTokenAccuracy` leave padding out, and `compile_for` picks them for
+targets of kind "sequence".
+
+`greedy_decode(model, source, max_length)` and `beam_search(…, beam_width,
+length_penalty)` decode any such model in one compiled loop (`compile_decoder`
+compiles either for the backend); `Translator(model, source_vocabulary,
+target_vocabulary)` turns text into text with them, returns the attention
+alignment per output token, saves as one `.keras` file and exports a
+TensorFlow SavedModel.
 """
 
+from keras_seq.models.decoding import DecodeResult, beam_search, compile_decoder, greedy_decode
 from keras_seq.models.pointer import PointerNetwork, pointer_network
 from keras_seq.models.recurrent import compile_for, recurrent_model
+from keras_seq.models.seq2seq import Seq2Seq, seq2seq
+from keras_seq.models.sequence_losses import (
+    MaskedSparseCategoricalCrossentropy,
+    MaskedTokenAccuracy,
+)
 from keras_seq.models.transformer import (
     ClassTokenPooling,
     MaskedMeanPooling,
     transformer_classifier,
     vision_transformer,
 )
+from keras_seq.models.translator import Alignment, Translator
 
 __all__ = [
+    "Alignment",
     "ClassTokenPooling",
+    "DecodeResult",
     "MaskedMeanPooling",
+    "MaskedSparseCategoricalCrossentropy",
+    "MaskedTokenAccuracy",
     "PointerNetwork",
+    "Seq2Seq",
+    "Translator",
+    "beam_search",
+    "compile_decoder",
     "compile_for",
+    "greedy_decode",
     "pointer_network",
     "recurrent_model",
+    "seq2seq",
     "transformer_classifier",
     "vision_transformer",
 ]

@@ -1,0 +1,392 @@
+"""`Translator`: a trained encoder–decoder and its two vocabularies, text in, text out.
+
+    "the black cat"  ─▶ source vocabulary ─▶ ids ─▶ greedy_decode / beam_search ─▶ ids
+                                                   (one compiled loop, batched)     │
+    "le chat noir"   ◀─ target vocabulary ◀─────────────────────────────────────────┘
+
+A `Translator` is a registered `keras.Model` that holds the model as its
+one sublayer and the vocabularies in its config, so that everything needed
+to translate saves to and loads from one `.keras` file (`safe_mode=True`).
+Called on source ids it decodes them greedily; `translate` does the
+tokenising, batching and detokenising around the decoders of
+`keras_seq.models.decoding`, and on request returns where each output
+token attended (`Alignment`, ready for `keras_seq.diagnostics.plot_alignment`).
+`export_saved_model` writes a TensorFlow SavedModel whose `serve` signature
+maps source ids to greedy target ids, loadable without keras_seq.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_seq import validation
+from keras_seq.models import decoding
+from keras_seq.tasks.vocabulary import Vocabulary
+
+_REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
+
+# Texts translated per compiled call unless `batch_size` says otherwise.
+DEFAULT_BATCH_SIZE = 64
+
+# The most target tokens per translation unless `max_length` says otherwise.
+DEFAULT_MAX_LENGTH = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class Alignment:
+    """Where each output token of one translation attended in its source.
+
+    Attributes:
+        source_tokens: The source tokens as the vocabulary cut them (words
+            it does not hold keep their text; the model read them as
+            `<unk>`), in the order of the text.
+        target_tokens: The output tokens, `"<end>"` last if the translation
+            ended before `max_length`.
+        weights: float32 `(len(target_tokens), len(source_tokens))`: row `i`
+            is the attention distribution of the step that emitted target
+            token `i` (sums to 1 for an attention model; zeros for a model
+            without attention).
+    """
+
+    source_tokens: list[str]
+    target_tokens: list[str]
+    weights: np.ndarray
+
+    def pairs(self):
+        """`[(target_token, weights over source_tokens), ...]`, one per output token."""
+        return list(zip(self.target_tokens, self.weights, strict=True))
+
+    def plot(self, **kwargs):
+        """Draws the alignment with `keras_seq.diagnostics.plot_alignment`; returns the Figure.
+
+        Args:
+            **kwargs: `ax` and `title`, passed on.
+        """
+        from keras_seq.diagnostics import plot_alignment
+
+        return plot_alignment(self.weights, self.source_tokens, self.target_tokens, **kwargs)
+
+
+@_REGISTER
+class Translator(keras.Model):
+    """Translates text with an encoder–decoder model and its source and target vocabularies.
+
+    Translation of a text `x`:
+
+        ids(x) = source_vocabulary.encode(x)          (unknown words → <unk>)
+        ŷ = argmax_y log P(y | ids(x))                (greedy or beam search,
+                                                       at most `max_length` tokens)
+        text(ŷ) = target_vocabulary.decode(ŷ)         (stops at <end>)
+
+    The search is `keras_seq.models.greedy_decode` (`beam_width=1`) or
+    `beam_search` with GNMT's length penalty, compiled once per setting
+    (`compile_decoder`) and run on batches of texts sorted by length, so that
+    a batch carries little padding. The model must follow the
+    `encode` / `decode_step` contract of `keras_seq.models.Seq2Seq`.
+
+    Saving: `translator.save("translator.keras")` writes the model's weights
+    and a config holding the model's config, both vocabularies
+    (`Vocabulary.get_config()`) and `max_length`;
+    `keras.saving.load_model(path, safe_mode=True)` gives back a translator
+    that produces the same translations. Calling the translator on int32
+    source ids `(batch, S)` returns greedy target ids `(batch, max_length)`.
+
+    Args:
+        model: The trained encoder–decoder (e.g. a `Seq2Seq`), with ids of
+            `source_vocabulary` as input and ids of `target_vocabulary` as
+            output.
+        source_vocabulary: A `keras_seq.tasks.Vocabulary` (or its config
+            dict), the one the model was trained with.
+        target_vocabulary: The same for the target side; its size must be
+            the model's `target_vocab_size`.
+        max_length: The most target tokens per translation, `<end>`
+            included, at most the model's `max_decode_length` (a
+            Transformer's `max_length`). Default None: 100, or the model's
+            `max_decode_length` if that is smaller.
+        **kwargs: Model keywords (`name`, `trainable`).
+
+    Example:
+
+    >>> translator = Translator(model, task.source_vocabulary, task.target_vocabulary,
+    ...                         max_length=60)  # doctest: +SKIP
+    >>> translator.translate(["the black cat"])  # doctest: +SKIP
+    ['le chat noir']
+    >>> texts, alignments = translator.translate(["the black cat"], beam_width=4,
+    ...                                          return_attention=True)  # doctest: +SKIP
+    >>> alignments[0].plot()  # doctest: +SKIP
+
+    References:
+        - Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly
+          Learning to Align and Translate", ICLR 2015 (alignment figures).
+        - Wu et al., "Google's Neural Machine Translation System",
+          arXiv:1609.08144, 2016 (beam search with length penalty).
+    """
+
+    def __init__(self, model, source_vocabulary, target_vocabulary, max_length=None, **kwargs):
+        kwargs.setdefault("name", "translator")
+        super().__init__(**kwargs)
+        decoding._check_model(model)
+        source_vocabulary = _vocabulary("source_vocabulary", source_vocabulary)
+        target_vocabulary = _vocabulary("target_vocabulary", target_vocabulary)
+        model_limit = getattr(model, "max_decode_length", None)
+        if max_length is None:
+            max_length = min(DEFAULT_MAX_LENGTH, model_limit or DEFAULT_MAX_LENGTH)
+        max_length = validation.positive_int("max_length", max_length, decoding.MAX_DECODE_LENGTH)
+        if model_limit is not None and max_length > model_limit:
+            raise validation.invalid(
+                "max_length",
+                f"at most the model's max_decode_length ({model_limit}), the most steps its "
+                "`decode_step` can take",
+                max_length,
+            )
+        _check_sizes(model, source_vocabulary, target_vocabulary)
+        self.model = model
+        self.source_vocabulary = source_vocabulary
+        self.target_vocabulary = target_vocabulary
+        self.max_length = max_length
+        self._decoders = {}
+        self.built = True
+
+    # Keras --------------------------------------------------------------------------------
+
+    def build(self, input_shape=None):
+        self.built = True  # the model is built; the translator has no weights of its own
+
+    def call(self, source):
+        """Greedy target ids `(batch, max_length)` int32 for source ids `(batch, S)`."""
+        return decoding.greedy_decode(self.model, source, self.max_length).ids
+
+    def get_config(self):
+        return {
+            "model": keras.saving.serialize_keras_object(self.model),
+            "source_vocabulary": self.source_vocabulary.get_config(),
+            "target_vocabulary": self.target_vocabulary.get_config(),
+            "max_length": self.max_length,
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["model"] = keras.saving.deserialize_keras_object(config["model"])
+        return cls(**config)
+
+    # Translation ------------------------------------------------------------------------------
+
+    def translate(
+        self,
+        texts,
+        *,
+        beam_width=1,
+        length_penalty=0.6,
+        return_attention=False,
+        batch_size=DEFAULT_BATCH_SIZE,
+    ):
+        """Translates texts; optionally says where each output token attended.
+
+        Args:
+            texts: A string, or a list of strings. Each must hold at least
+                one token; words the source vocabulary does not hold are read
+                as `<unk>`.
+            beam_width: 1 (default) for greedy decoding, more for beam search.
+            length_penalty: α of beam search's length penalty
+                `((5 + |Y|) / 6)^α`; unused at width 1. Default 0.6.
+            return_attention: Also return an `Alignment` per text.
+            batch_size: Texts decoded together. Default 64.
+
+        Returns:
+            The translations (a list of strings, or one string for a string
+            input), and with `return_attention` a tuple `(translations,
+            alignments)` with one `Alignment` per text (or one). With
+            `reverse_source`, the weights are over the source tokens in the
+            order of the text.
+        """
+        single = isinstance(texts, str)
+        texts = _texts([texts] if single else texts)
+        beam_width = validation.positive_int("beam_width", beam_width, decoding.MAX_BEAM_WIDTH)
+        return_attention = validation.boolean("return_attention", return_attention)
+        batch_size = validation.positive_int("batch_size", batch_size)
+        decode = self._decoder(beam_width, length_penalty, return_attention)
+        if not texts:
+            return ([], []) if return_attention else []
+
+        source_tokens = [self.source_vocabulary.tokenize(text) for text in texts]
+        source_ids = [self.source_vocabulary.encode(text) for text in texts]
+        for index, ids in enumerate(source_ids):
+            if not ids:
+                raise ValueError(
+                    "Received an invalid value for argument `texts`, expected texts with at "
+                    f"least one token, got {texts[index]!r} at index {index}."
+                )
+        order = sorted(range(len(texts)), key=lambda i: len(source_ids[i]))
+        outputs = [None] * len(texts)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            rows, width = _batch_shape(len(chunk), max(len(source_ids[i]) for i in chunk))
+            batch = np.zeros((rows, width), dtype=np.int32)
+            batch[len(chunk) :, 0] = Vocabulary.UNK  # filler rows, decoded and dropped
+            for row, i in enumerate(chunk):
+                batch[row, : len(source_ids[i])] = source_ids[i]
+            result = decode(batch)
+            ids = ops.convert_to_numpy(result.ids)
+            lengths = ops.convert_to_numpy(result.lengths)
+            attention = ops.convert_to_numpy(result.attention) if return_attention else None
+            for row, i in enumerate(chunk):
+                weights = None
+                if return_attention:
+                    weights = attention[row, : lengths[row], : len(source_ids[i])]
+                outputs[i] = (ids[row, : lengths[row]], weights)
+
+        translations = [self.target_vocabulary.decode(ids) for ids, _ in outputs]
+        if not return_attention:
+            return translations[0] if single else translations
+        alignments = [
+            Alignment(
+                source_tokens=list(source_tokens[i]),
+                target_tokens=[self.target_vocabulary.id_to_token(int(t)) for t in ids],
+                weights=weights.astype(np.float32),
+            )
+            for i, (ids, weights) in enumerate(outputs)
+        ]
+        if single:
+            return translations[0], alignments[0]
+        return translations, alignments
+
+    def _decoder(self, beam_width, length_penalty, return_attention):
+        key = (beam_width, length_penalty if beam_width > 1 else None, return_attention)
+        if key not in self._decoders:
+            self._decoders[key] = decoding.compile_decoder(
+                self.model,
+                self.max_length,
+                beam_width=beam_width,
+                length_penalty=length_penalty,
+                return_attention=return_attention,
+            )
+        return self._decoders[key]
+
+    # Export -----------------------------------------------------------------------------------
+
+    def export_saved_model(self, path, *, overwrite=False):
+        """Writes a TensorFlow SavedModel that decodes source ids greedily.
+
+        Its `serve` signature takes int32 source ids `(batch, time)`, both
+        axes of any size, right-padded with PAD (0), and returns the greedy
+        target ids, int32 `(batch, max_length)` (tokens, END, then PAD), the
+        ids `translate` decodes with `beam_width=1`. The graph holds the
+        whole decoding loop (a `tf.while_loop`) and the weights, so
+        `tf.saved_model.load(path).serve(ids)` needs TensorFlow only. The
+        vocabularies are not part of it: map text to ids and back with
+        `source_vocabulary` / `target_vocabulary` (their `get_config()` is
+        JSON).
+
+        The SavedModel is written to a temporary directory beside `path`
+        and renamed into place, so a failure leaves nothing half written.
+
+        Args:
+            path: The directory to create.
+            overwrite: Replace an existing `path`. Default False: refuse.
+
+        Returns:
+            `path`.
+        """
+        if keras.backend.backend() != "tensorflow":
+            raise RuntimeError(
+                "Translator.export_saved_model needs the TensorFlow backend "
+                f"(KERAS_BACKEND=tensorflow); the current backend is "
+                f"{keras.backend.backend()!r}. Save with `translator.save(...)`, load the "
+                ".keras file under TensorFlow and export there."
+            )
+        import tensorflow as tf
+
+        path = os.path.abspath(os.fspath(path))
+        overwrite = validation.boolean("overwrite", overwrite)
+        if os.path.exists(path) and not overwrite:
+            raise FileExistsError(
+                f"Received an invalid value for argument `path`: {path!r} already exists; "
+                "pass overwrite=True to replace it."
+            )
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        model, max_length = self.model, self.max_length
+
+        def serve(source):
+            return decoding.greedy_decode(model, source, max_length).ids
+
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+        archive.add_endpoint(
+            "serve", serve, input_signature=[tf.TensorSpec((None, None), tf.int32, "source")]
+        )
+        temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.")
+        try:
+            archive.write_out(temporary, verbose=False)
+            if os.path.exists(path):
+                old = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.old.")
+                os.rename(path, os.path.join(old, "previous"))
+                os.rename(temporary, path)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.rename(temporary, path)
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
+        return path
+
+
+def _batch_shape(rows, width):
+    """The shape to decode a batch of `rows` sources of at most `width` ids in.
+
+    TensorFlow traces one graph for every shape, so the batch is decoded as it
+    is. `jax.jit` compiles once per shape: there, rows are padded to a power of
+    two and the time axis to a multiple of 8, so that a stream of texts of
+    many lengths reuses a few compiled programs. PAD columns are masked by the
+    model and filler rows are independent of the others, so neither changes
+    the translations.
+    """
+    if keras.backend.backend() != "jax":
+        return rows, width
+    return 1 << (rows - 1).bit_length(), -(-width // 8) * 8
+
+
+def _vocabulary(name, value):
+    if isinstance(value, Vocabulary):
+        return value
+    if isinstance(value, dict):
+        return Vocabulary.from_config(value)
+    raise validation.invalid(name, "a keras_seq.tasks.Vocabulary or its config dict", value)
+
+
+def _check_sizes(model, source_vocabulary, target_vocabulary):
+    """The vocabularies must fit the model's embedding and output layers."""
+    source_size = getattr(model, "source_vocab_size", None)
+    if source_size is not None and len(source_vocabulary) > source_size:
+        raise ValueError(
+            f"Received an invalid value for argument `source_vocabulary`, expected at most "
+            f"the model's source_vocab_size ({source_size}) tokens, got {len(source_vocabulary)}."
+        )
+    target_size = getattr(model, "target_vocab_size", None)
+    if target_size is not None and len(target_vocabulary) != target_size:
+        raise ValueError(
+            f"Received an invalid value for argument `target_vocabulary`, expected the model's "
+            f"target_vocab_size ({target_size}) tokens, got {len(target_vocabulary)}."
+        )
+
+
+def _texts(texts):
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
+        raise validation.invalid("texts", "a string or a list of strings", texts)
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(
+                "Received an invalid value for argument `texts`, expected strings, got "
+                f"{text!r} at index {index}."
+            )
+    return list(texts)

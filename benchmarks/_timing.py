@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 # Where the scripts write their results unless --output-dir says otherwise.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -90,6 +91,55 @@ def interleaved(
             wall[name].append((time.perf_counter() - start) / count)
             cpu[name].append((time.process_time() - start_cpu) / count)
     return wall, cpu, orders
+
+
+class Timing(NamedTuple):
+    """What `time_rounds` measured."""
+
+    wall: dict[str, list[float]]
+    cpu: dict[str, list[float]]
+    orders: list[list[str]]
+    load_before: list[float] | None  # `load_average()` as the timing started
+    seconds: float  # how long the timing took
+
+
+def time_rounds(
+    steps: Mapping[str, Callable[[], object]],
+    settings: object,
+    steps_per_sample: int | Mapping[str, int],
+    log: Callable[[str], object],
+) -> Timing:
+    """`interleaved` over `settings.rounds` rounds seeded by `settings.seed`, logging each round,
+    with the load average before it and the seconds it took."""
+    load_before = load_average()
+    start = time.perf_counter()
+    wall, cpu, orders = interleaved(
+        steps,
+        rounds=settings.rounds,
+        steps_per_sample=steps_per_sample,
+        seed=settings.seed,
+        on_round=lambda index, _: log(f"round {index + 1}/{settings.rounds}"),
+    )
+    return Timing(wall, cpu, orders, load_before, time.perf_counter() - start)
+
+
+def record_outcome(
+    environment: Mapping,
+    timing: Timing,
+    results: Sequence[Mapping],
+    **extra: object,
+) -> dict[str, object]:
+    """The last entries of a run record: the environment, the timing's seconds, the results,
+    `extra` (entries to place after the results), the orders and whether every target was met
+    (no result with `passed` False)."""
+    return {
+        "environment": environment,
+        "timing_s": round(timing.seconds, 1),
+        "results": results,
+        **extra,
+        "orders": timing.orders,
+        "all_targets_met": all(entry["passed"] is not False for entry in results),
+    }
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
@@ -312,6 +362,33 @@ def markdown_preamble(title: str, record: Mapping) -> list[str]:
     return lines
 
 
+def markdown_document(
+    lines: Iterable[str], paragraphs: Iterable[str], verdict_lines: Iterable[str]
+) -> str:
+    """A results file's text: `lines`, each paragraph after a blank line, then after another
+    the verdicts as a list, and a final newline."""
+    lines = list(lines)
+    for paragraph in paragraphs:
+        lines += ["", paragraph]
+    lines += ["", *(f"- {line}" for line in verdict_lines), ""]
+    return "\n".join(lines)
+
+
+def keras_on_backend(environment: Mapping) -> str:
+    """ "Keras <version> on <backend> <version>", from a `timing_environment()` record."""
+    return (
+        f"Keras {environment['packages'].get('keras')} on {environment['keras_backend']} "
+        f"{environment['backend_version']}"
+    )
+
+
+def spread(summary: Mapping[str, float], digits: int = 2) -> str:
+    """A summary's median and range, e.g. "1.02 (0.98–1.10)"."""
+    return (
+        f"{summary['median']:.{digits}f} ({summary['min']:.{digits}f}–{summary['max']:.{digits}f})"
+    )
+
+
 def machine_line(environment: Mapping) -> str:
     """The Markdown list item on the machine and its load around the timing."""
     load = environment["load_average_timing"]
@@ -423,8 +500,14 @@ def apply_quick(
     """--quick: 2 rounds of 1 step, no warm-up; otherwise, for a measurement, enough rounds."""
     if args.quick:
         args.rounds, args.steps, args.warmup = 2, 1, 0
-    elif args.rounds < MIN_ROUNDS and measurement:
-        parser.error(f"--rounds must be at least {MIN_ROUNDS} for a measurement, got {args.rounds}")
+    elif measurement:
+        require_rounds(parser, args.rounds)
+
+
+def require_rounds(parser: argparse.ArgumentParser, rounds: int) -> None:
+    """An argparse error unless --rounds is enough for a measurement (`MIN_ROUNDS`)."""
+    if rounds < MIN_ROUNDS:
+        parser.error(f"--rounds must be at least {MIN_ROUNDS} for a measurement, got {rounds}")
 
 
 def jit_compile(choice: str) -> str | bool:
@@ -488,3 +571,28 @@ def report(
     if check and not record["all_targets_met"]:
         return 1
     return 0
+
+
+def measure_and_report(
+    args: argparse.Namespace,
+    measure: Callable[[object], Mapping],
+    *,
+    stem: str,
+    markdown: Callable[[Mapping], str],
+    tables: Sequence[Callable[[Mapping], str]],
+    verdicts: Callable[[Mapping], Iterable[str]],
+) -> int:
+    """A script's main() once its arguments are parsed: quiet TensorFlow, `measure` the
+    settings in `args.settings`, then `report` the record and write `<stem>.json` and
+    `<stem>.md` (the text of `markdown(record)`) into `args.output_dir`, failing on a missed
+    target if `args.check`. Returns the exit status."""
+    quiet_tensorflow()
+    record = measure(args.settings)
+    return report(
+        record,
+        tables=tables,
+        verdicts=verdicts,
+        write=lambda record, output_dir: write_results(stem, record, markdown(record), output_dir),
+        output_dir=args.output_dir,
+        check=args.check,
+    )

@@ -50,7 +50,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 
 import _timing
@@ -618,16 +617,8 @@ def measure(settings, log=print):
             log(f"built {name:<18} first step {first_step:6.2f} s")
 
     steps_per_sample = {name: settings.steps_for(parse_case(name)[1]) for name in steps}
-    load_before = _timing.load_average()
-    start = time.perf_counter()
-    wall, cpu, orders = _timing.interleaved(
-        steps,
-        rounds=settings.rounds,
-        steps_per_sample=steps_per_sample,
-        seed=settings.seed,
-        on_round=lambda index, _: log(f"round {index + 1}/{settings.rounds}"),
-    )
-    timing_s = time.perf_counter() - start
+    timing = _timing.time_rounds(steps, settings, steps_per_sample, log)
+    wall, cpu = timing.wall, timing.cpu
 
     measured = {
         "wall": wall,
@@ -642,7 +633,7 @@ def measure(settings, log=print):
         for variant in variants
     ]
 
-    environment = _timing.timing_environment(keras.backend.backend(), load_before)
+    environment = _timing.timing_environment(keras.backend.backend(), timing.load_before)
     return {
         "benchmark": "attention",
         "description": (
@@ -688,11 +679,7 @@ def measure(settings, log=print):
             for method in ("xla", "rss")
             if settings.memory in (method, "both")
         },
-        "environment": environment,
-        "timing_s": round(timing_s, 1),
-        "results": results,
-        "orders": orders,
-        "all_targets_met": all(entry["passed"] is not False for entry in results),
+        **_timing.record_outcome(environment, timing, results),
     }
 
 
@@ -823,7 +810,7 @@ def _row(entry):
         f"{ms['median']:.1f}",
         f"{ms['q1']:.1f}–{ms['q3']:.1f}",
         f"{entry['ratio']:.2f}×",
-        f"{per_round['median']:.2f} ({per_round['min']:.2f}–{per_round['max']:.2f})",
+        _timing.spread(per_round),
         f"{entry['cpu_ratio']:.2f}×",
         _mebibytes(entry["memory"].get("xla")),
         _times(entry["xla_memory_ratio"]),
@@ -882,7 +869,6 @@ def _label(record, key):
 
 def markdown(record):
     settings, environment = record["settings"], record["environment"]
-    packages = environment["packages"]
     xla = record["memory_method"].get("xla", {})
     rss = record["memory_method"].get("rss", {})
     steps = ", ".join(
@@ -904,8 +890,8 @@ def markdown(record):
         "cases in a new random order each round, after "
         f"{_timing.plural(settings['warmup_steps'], 'warm-up step')} "
         "(the first step, which traces and compiles, is not timed).",
-        f"- Keras {packages.get('keras')} on {environment['keras_backend']} "
-        f"{environment['backend_version']}, the step compiled by {settings['compilation']} "
+        f"- {_timing.keras_on_backend(environment)}, the step compiled by "
+        f"{settings['compilation']} "
         f"(`--jit-compile {str(settings['jit_compile']).lower()}`).",
         _timing.machine_line(environment),
         "- XLA peak: XLA's memory analysis of the compiled step under JAX "
@@ -922,18 +908,8 @@ def markdown(record):
         "in the same run; the per-round column divides each round's time by the reference's in "
         "that round, and its spread shows the noise. CPU × is the ratio of medians in CPU time "
         "of the process (all threads), which waiting for a core inflates less than wall time.",
-        "",
-        tables(record),
-        "",
-        *(f"- {line}" for line in verdicts(record)),
-        "",
     ]
-    return "\n".join(lines)
-
-
-def write(record, output_dir):
-    """Write attention.json and attention.md into `output_dir`; return their paths."""
-    return _timing.write_results("attention", record, markdown(record), output_dir)
+    return _timing.markdown_document(lines, [tables(record)], verdicts(record))
 
 
 # --- Command line ----------------------------------------------------------------------------
@@ -1019,18 +995,11 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    _timing.quiet_tensorflow()
     if args.worker:
+        _timing.quiet_tensorflow()
         return _worker(args)
-
-    record = measure(args.settings)
-    return _timing.report(
-        record,
-        tables=(tables,),
-        verdicts=verdicts,
-        write=write,
-        output_dir=args.output_dir,
-        check=args.check,
+    return _timing.measure_and_report(
+        args, measure, stem="attention", markdown=markdown, tables=(tables,), verdicts=verdicts
     )
 
 

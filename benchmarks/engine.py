@@ -92,10 +92,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.epochs, args.n = 2, 1, 200
-    elif args.rounds < _timing.MIN_ROUNDS:
-        parser.error(
-            f"--rounds must be at least {_timing.MIN_ROUNDS} for a measurement, got {args.rounds}"
-        )
+    else:
+        _timing.require_rounds(parser, args.rounds)
     for option in ("epochs", "n", "lag", "units"):
         if getattr(args, option) < 1:
             parser.error(f"--{option} must be at least 1, got {getattr(args, option)}")
@@ -160,16 +158,8 @@ def measure(settings, log=print):
         if params["bare"] != params["engine"]:
             raise RuntimeError(f"The cases built different models: {params}")
 
-        load_before = _timing.load_average()
-        start = time.perf_counter()
-        wall, cpu, orders = _timing.interleaved(
-            steps,
-            rounds=settings.rounds,
-            steps_per_sample=1,
-            seed=settings.seed,
-            on_round=lambda index, _: log(f"round {index + 1}/{settings.rounds}"),
-        )
-        timing_s = time.perf_counter() - start
+        timing = _timing.time_rounds(steps, settings, 1, log)
+        wall, cpu = timing.wall, timing.cpu
     finally:
         store.close()
         shutil.rmtree(directory, ignore_errors=True)
@@ -200,7 +190,7 @@ def measure(settings, log=print):
             }
         )
     overhead = [e - b for e, b in zip(wall["engine"], wall["bare"], strict=True)]
-    environment = _timing.timing_environment(keras.backend.backend(), load_before)
+    environment = _timing.timing_environment(keras.backend.backend(), timing.load_before)
     return {
         "benchmark": "engine",
         "description": (
@@ -210,12 +200,12 @@ def measure(settings, log=print):
         ),
         "reference": REFERENCE,
         "settings": {**dataclasses.asdict(settings), "spec": spec},
-        "environment": environment,
-        "timing_s": round(timing_s, 1),
-        "results": results,
-        "overhead_s": {k: round(v, 4) for k, v in _timing.summarize(overhead).items()},
-        "orders": orders,
-        "all_targets_met": all(entry["passed"] is not False for entry in results),
+        **_timing.record_outcome(
+            environment,
+            timing,
+            results,
+            overhead_s={k: round(v, 4) for k, v in _timing.summarize(overhead).items()},
+        ),
     }
 
 
@@ -244,7 +234,7 @@ def table(record):
                 f"{seconds['q1']:.2f}–{seconds['q3']:.2f}",
                 f"{seconds['min']:.2f}",
                 f"{entry['ratio']:.3f}×",
-                f"{per_round['median']:.3f} ({per_round['min']:.3f}–{per_round['max']:.3f})",
+                _timing.spread(per_round, 3),
                 f"{entry['fit_s']['median']:.2f}",
                 f"{entry['fit_ratio']:.3f}×",
                 f"{entry['cpu_ratio']:.3f}×",
@@ -274,40 +264,23 @@ def markdown(record):
         "`BackupAndRestore` and `TerminateOnNaN`, final `evaluate`, `model.keras`).",
         f"- Timing: {_timing.plural(settings['rounds'], 'round')} of one training per case, in "
         "a new random order each round, after one untimed training per case.",
-        f"- Keras {environment['packages'].get('keras')} on {environment['keras_backend']} "
-        f"{environment['backend_version']}.",
+        f"- {_timing.keras_on_backend(environment)}.",
         _timing.machine_line(environment),
-        "",
-        table(record),
-        "",
+    ]
+    note = (
         f"The engine costs {overhead['median']:.2f} s more per training (median of the "
         f"per-round differences; {overhead['min']:.2f} to {overhead['max']:.2f} s). "
         "`fit × bare` compares the time inside `fit` alone (the engine's epochs as it recorded "
         "them). CPU × is the ratio in CPU time of the process, which waiting for a core on a "
-        "busy machine inflates less than wall time.",
-        "",
-        *(f"- {line}" for line in verdicts(record)),
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def write(record, output_dir):
-    """Write engine.json and engine.md into `output_dir`; return their paths."""
-    return _timing.write_results("engine", record, markdown(record), output_dir)
+        "busy machine inflates less than wall time."
+    )
+    return _timing.markdown_document(lines, [table(record), note], verdicts(record))
 
 
 def main(argv=None):
     args = parse_args(argv)
-    _timing.quiet_tensorflow()
-    record = measure(args.settings)
-    return _timing.report(
-        record,
-        tables=(table,),
-        verdicts=verdicts,
-        write=write,
-        output_dir=args.output_dir,
-        check=args.check,
+    return _timing.measure_and_report(
+        args, measure, stem="engine", markdown=markdown, tables=(table,), verdicts=verdicts
     )
 
 

@@ -24,7 +24,6 @@ import dataclasses
 import functools
 import importlib
 import sys
-import time
 
 import _timing
 
@@ -172,16 +171,8 @@ def measure(settings, log=print):
         }
         log(f"built {variant.call(settings.units):<50} first step {first_step:6.2f} s")
 
-    load_before = _timing.load_average()
-    start = time.perf_counter()
-    wall, cpu, orders = _timing.interleaved(
-        steps,
-        rounds=settings.rounds,
-        steps_per_sample=settings.steps_per_sample,
-        seed=settings.seed,
-        on_round=lambda index, _: log(f"round {index + 1}/{settings.rounds}"),
-    )
-    timing_s = time.perf_counter() - start
+    timing = _timing.time_rounds(steps, settings, settings.steps_per_sample, log)
+    wall, cpu = timing.wall, timing.cpu
 
     results = []
     for variant in variants:
@@ -202,7 +193,9 @@ def measure(settings, log=print):
             }
         )
 
-    environment = _timing.timing_environment(keras.backend.backend(), load_before, _backend_version)
+    environment = _timing.timing_environment(
+        keras.backend.backend(), timing.load_before, _backend_version
+    )
     jit = {entry["jit_compile"] for entry in built.values()}
     return {
         "benchmark": "recurrent",
@@ -220,11 +213,7 @@ def measure(settings, log=print):
             "order": "shuffled every round, seeded by `seed`",
             "jit_compile_resolved": jit.pop() if len(jit) == 1 else sorted(jit),
         },
-        "environment": environment,
-        "timing_s": round(timing_s, 1),
-        "results": results,
-        "orders": orders,
-        "all_targets_met": all(entry["passed"] is not False for entry in results),
+        **_timing.record_outcome(environment, timing, results),
     }
 
 
@@ -265,7 +254,7 @@ def table(record):
                 f"{ms['q1']:.1f}–{ms['q3']:.1f}",
                 f"{ms['min']:.1f}",
                 f"{entry['ratio']:.2f}×",
-                f"{per_round['median']:.2f} ({per_round['min']:.2f}–{per_round['max']:.2f})",
+                _timing.spread(per_round),
                 f"{entry['cpu_ratio']:.2f}×",
                 target,
                 _timing.verdict(entry["passed"]),
@@ -281,8 +270,6 @@ def verdicts(record):
 
 def markdown(record):
     settings, environment = record["settings"], record["environment"]
-    packages = environment["packages"]
-    backend = environment["keras_backend"]
     lines = _timing.markdown_preamble("Recurrent layers: training-step time", record)
     lines += [
         f"- Model: `Input(({settings['length']}, {settings['input_dim']}))` → layer "
@@ -293,41 +280,25 @@ def markdown(record):
         f"random order each round, after "
         f"{_timing.plural(settings['warmup_steps'], 'warm-up step')} "
         "(the first step, which traces the model, is not timed).",
-        f"- Keras {packages.get('keras')} on {backend} {environment['backend_version']}, "
+        f"- {_timing.keras_on_backend(environment)}, "
         f"`jit_compile={settings['jit_compile_resolved']}` "
         f"(requested `{settings['jit_compile']!r}`).",
         _timing.machine_line(environment),
-        "",
-        table(record),
-        "",
+    ]
+    note = (
         f"Ratios are to {_variant(REFERENCE).label} in the same run; lower is faster. A target "
         "is met when the ratio of medians is at most the target. The per-round column divides "
         "each round's time by the reference's in the same round: its spread shows the noise. "
         "CPU × is the same ratio of medians in CPU time of the process (all threads), which "
-        "waiting for a core on a busy machine inflates less than wall time.",
-        "",
-        *(f"- {line}" for line in verdicts(record)),
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def write(record, output_dir):
-    """Write recurrent.json and recurrent.md into `output_dir`; return their paths."""
-    return _timing.write_results("recurrent", record, markdown(record), output_dir)
+        "waiting for a core on a busy machine inflates less than wall time."
+    )
+    return _timing.markdown_document(lines, [table(record), note], verdicts(record))
 
 
 def main(argv=None):
     args = parse_args(argv)
-    _timing.quiet_tensorflow()
-    record = measure(args.settings)
-    return _timing.report(
-        record,
-        tables=(table,),
-        verdicts=verdicts,
-        write=write,
-        output_dir=args.output_dir,
-        check=args.check,
+    return _timing.measure_and_report(
+        args, measure, stem="recurrent", markdown=markdown, tables=(table,), verdicts=verdicts
     )
 
 

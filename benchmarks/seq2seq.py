@@ -241,16 +241,8 @@ def measure(settings, log=print):
             built[name] = {"parameters": model.count_params(), "first_call_s": round(first, 3)}
             log(f"built {name:<26} first call {first:6.2f} s, then {1e3 * seconds:8.1f} ms")
 
-    load_before = _timing.load_average()
-    start = time.perf_counter()
-    wall, cpu, orders = _timing.interleaved(
-        steps,
-        rounds=settings.rounds,
-        steps_per_sample=counts,
-        seed=settings.seed,
-        on_round=lambda index, _: log(f"round {index + 1}/{settings.rounds}"),
-    )
-    timing_s = time.perf_counter() - start
+    timing = _timing.time_rounds(steps, settings, counts, log)
+    wall, cpu = timing.wall, timing.cpu
 
     tokens = settings.batch * settings.target_length
     results = []
@@ -281,7 +273,7 @@ def measure(settings, log=print):
                 }
             )
 
-    environment = _timing.timing_environment(keras.backend.backend(), load_before)
+    environment = _timing.timing_environment(keras.backend.backend(), timing.load_before)
     return {
         "benchmark": "seq2seq",
         "description": (
@@ -305,11 +297,7 @@ def measure(settings, log=print):
                 "jax": "jax.jit (XLA)",
             }.get(keras.backend.backend(), "eager"),
         },
-        "environment": environment,
-        "timing_s": round(timing_s, 1),
-        "results": results,
-        "orders": orders,
-        "all_targets_met": all(entry["passed"] is not False for entry in results),
+        **_timing.record_outcome(environment, timing, results),
     }
 
 
@@ -340,9 +328,7 @@ def table(record):
                 f"{entry['tokens_per_s']:,.0f}",
                 "—" if is_reference else entry["reference"].partition("/")[2],
                 "—" if is_reference else f"{entry['ratio']:.2f}×",
-                "—"
-                if is_reference
-                else f"{per_round['median']:.2f} ({per_round['min']:.2f}–{per_round['max']:.2f})",
+                "—" if is_reference else _timing.spread(per_round),
                 "—" if is_reference else f"{entry['cpu_ratio']:.2f}×",
                 "reference"
                 if is_reference
@@ -373,7 +359,6 @@ def verdicts(record):
 
 def markdown(record):
     settings, environment = record["settings"], record["environment"]
-    packages = environment["packages"]
     lines = _timing.markdown_preamble("Seq2seq decoding: greedy and beam search", record)
     lines += [
         f"- Batch {settings['batch']}, source length {settings['source_length']}, target "
@@ -390,29 +375,19 @@ def markdown(record):
         f"about {settings['sample_seconds']} s; the calls in a new random order each round, "
         f"after {_timing.plural(settings['warmup_steps'], 'warm-up call')} (the first call, "
         "which traces and compiles, is not timed).",
-        f"- Keras {packages.get('keras')} on {environment['keras_backend']} "
-        f"{environment['backend_version']}, compiled by {settings['compilation']}.",
+        f"- {_timing.keras_on_backend(environment)}, compiled by {settings['compilation']}.",
         _timing.machine_line(environment),
-        "",
-        table(record),
-        "",
+    ]
+    note = (
         f"Target: greedy decoding of the recurrent model at most {GREEDY_TARGET:.0f}× the "
         "teacher-forced pass, for the same number of tokens (no per-token Python work). The "
         "Transformer's `decode_step` reruns its decoder over the whole token buffer at every "
         "step (no key/value cache), so its decoding costs grow with the square of the length: "
         "reported, not judged. Ratios are of medians in the same run; the per-round column "
         "divides each round's time by the reference's in the same round, and its spread shows "
-        "the noise; CPU × is the ratio in CPU time of the process.",
-        "",
-        *(f"- {line}" for line in verdicts(record)),
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def write(record, output_dir):
-    """Write seq2seq.json and seq2seq.md into `output_dir`; return their paths."""
-    return _timing.write_results("seq2seq", record, markdown(record), output_dir)
+        "the noise; CPU × is the ratio in CPU time of the process."
+    )
+    return _timing.markdown_document(lines, [table(record), note], verdicts(record))
 
 
 def parse_args(argv=None):
@@ -437,10 +412,8 @@ def parse_args(argv=None):
 
     if args.quick:
         args.rounds, args.warmup = 2, 0
-    elif args.rounds < _timing.MIN_ROUNDS:
-        parser.error(
-            f"--rounds must be at least {_timing.MIN_ROUNDS} for a measurement, got {args.rounds}"
-        )
+    else:
+        _timing.require_rounds(parser, args.rounds)
     if args.warmup < 0 or args.batch < 1 or args.length < 1:
         parser.error("--batch and --length must be at least 1 and --warmup at least 0")
     models = MODEL_KEYS
@@ -462,15 +435,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    _timing.quiet_tensorflow()
-    record = measure(args.settings)
-    return _timing.report(
-        record,
-        tables=(table,),
-        verdicts=verdicts,
-        write=write,
-        output_dir=args.output_dir,
-        check=args.check,
+    return _timing.measure_and_report(
+        args, measure, stem="seq2seq", markdown=markdown, tables=(table,), verdicts=verdicts
     )
 
 

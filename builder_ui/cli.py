@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder_ui.lab import cli as lab_cli
+
 PROG = "keras-seq"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -623,6 +625,7 @@ COMMANDS: tuple[Command, ...] = (
         _configure_validate,
         _guarded(_run_validate),
     ),
+    Command("lab", "run the bottleneck lab and write its report", lab_cli.configure, lab_cli.run),
 )
 
 

@@ -1,0 +1,89 @@
+"""`keras-seq lab`: run the bottleneck lab and write its report.
+
+    keras-seq lab [--quick] [--only N ...] [--out DIR] [--runs DIR]
+
+`configure(parser)` declares the arguments and `run(args, parser)` runs the
+lab; `builder_ui.cli` registers the pair as a `Command`. Exit codes: 0 when
+every experiment ran and the report was written, 1 when an experiment
+failed (the others still ran and the report says which), 2 for refused
+arguments, 130 when interrupted (the report holds what finished).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DEFAULT_OUT_DIR = "lab-report"
+DEFAULT_RUNS_DIR = "runs"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of `keras-seq lab`."""
+    parser.description = (
+        "Reproduce each structural limit of sequence models and the design that removed it "
+        "(vanishing gradients, long time lags, the fixed-vector bottleneck, sequential "
+        "computation, Transformer choices) and write a report with figures, measured numbers "
+        "and the papers' claims. Every trained model is a run in the run store."
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes: all five experiments in minutes, to check the lab works",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="N",
+        help="run only experiment N (1-5); repeat it or give a comma list, e.g. --only 1,3",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(DEFAULT_OUT_DIR),
+        metavar="DIR",
+        help=f"report directory (default: {DEFAULT_OUT_DIR})",
+    )
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        default=Path(DEFAULT_RUNS_DIR),
+        metavar="DIR",
+        help=f"the run store directory (default: {DEFAULT_RUNS_DIR})",
+    )
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run the experiments `args` chose and write the report; return the exit code."""
+    from builder_ui.lab import parse_numbers, run_lab
+
+    try:
+        numbers = parse_numbers(args.only)
+    except ValueError as error:
+        parser.error(str(error))
+    for path, flag in ((args.out, "--out"), (args.runs, "--runs")):
+        if path.exists() and not path.is_dir():
+            parser.error(f"{flag} {str(path)!r} is a file; expected a directory")
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    mode = "quick" if args.quick else "full"
+    log(f"keras-seq lab: experiments {', '.join(map(str, numbers))} ({mode} sizes)")
+    try:
+        lab = run_lab(numbers, quick=args.quick, out_dir=args.out, runs_dir=args.runs, log=log)
+    except KeyboardInterrupt:
+        print(
+            f"Interrupted; the report in {args.out} holds the experiments that finished.",
+            file=sys.stderr,
+        )
+        return 130
+    except ValueError as error:  # a store or results file that cannot be used
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for result in lab.results:
+        print(f"{result.number}. {result.title}: {result.verdict}")
+    minutes, seconds = divmod(round(lab.seconds), 60)
+    print(f"Report: {lab.report_path} ({minutes} min {seconds:02d} s; runs in {args.runs})")
+    return 0 if lab.ok else 1

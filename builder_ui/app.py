@@ -28,6 +28,7 @@ from builder_ui.ui_build import build_tab
 from builder_ui.ui_compare import compare_tab
 from builder_ui.ui_export import export_tab
 from builder_ui.ui_inspect import inspect_tab
+from builder_ui.ui_lab import lab_tab
 from builder_ui.ui_train import train_tab
 
 TITLE = "keras_seq builder"
@@ -94,6 +95,8 @@ def build_app(runs_dir: str | Path, *, slots: list[str] | None = None) -> gr.Blo
                 inspect_tab(ctx, inspect)
             with gr.Tab("Export", id="export", elem_id="tab-export") as export:
                 export_tab(ctx, export)
+            with gr.Tab("Lab", id="lab", elem_id="tab-lab") as lab:
+                lab_tab(ctx, lab)
             with gr.Tab("About", id="about", elem_id="tab-about") as about:
                 _about(about)
     app.queue(default_concurrency_limit=CONCURRENCY)

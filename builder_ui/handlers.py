@@ -47,6 +47,7 @@ import yaml
 
 from builder_ui import forms, presets
 from builder_ui.jobs import JobQueue
+from builder_ui.lab_runner import LabRunner
 from builder_ui.runs import FINAL_STATUSES, STATUSES, RunNotFoundError, RunStore
 from builder_ui.spec import MAX_SPEC_BYTES, ExperimentSpec, SpecError, parse_yaml, validate_spec
 from builder_ui.uploads import UPLOADS_DIR, Upload, check_upload
@@ -79,6 +80,7 @@ class AppContext:
         self.runs_dir = Path(runs_dir).resolve()
         self.store = RunStore(self.runs_dir)
         self.jobs = JobQueue(self.store, slots=slots)
+        self.lab = LabRunner(self.runs_dir)
         self.uploads_root = self.runs_dir / UPLOADS_DIR
         self.scratch = Path(tempfile.mkdtemp(prefix="keras-seq-app-"))
         self._lock = threading.Lock()
@@ -88,6 +90,7 @@ class AppContext:
     def close(self) -> None:
         """Stop the queue (cancelling what waits), forget models, remove the downloads."""
         self.jobs.close()
+        self.lab.stop()
         with self._lock:
             self._models.clear()
             self._tasks.clear()

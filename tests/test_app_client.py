@@ -251,3 +251,20 @@ def test_with_auth_the_app_answers_only_after_login_and_stops_on_sigterm(tmp_pat
         code = running.stop()
     assert code == 0, running.log()  # SIGTERM closes the server cleanly
     assert "running on http://127.0.0.1:" in running.log()
+
+
+@pytest.mark.slow
+def test_the_lab_list_runs_an_experiment_and_shows_its_figure(client):
+    status, *_ = client.predict(1, api_name="/lab_run")
+    assert "running" in status
+    deadline = time.monotonic() + 300
+    while True:
+        status, figure, finding, table, _timer = client.predict(1, api_name="/lab_poll")
+        if "running" not in status or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert "finished" in status, status
+    assert figure and Path(figure).read_bytes()[:4] == b"\x89PNG"
+    assert "agrees" in finding
+    (row,) = [row for row in table_rows(table) if row["#"] == 1]
+    assert row["last verdict"] in ("agrees", "partly agrees", "does not agree")

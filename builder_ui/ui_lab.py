@@ -1,0 +1,111 @@
+"""The Lab tab: the bottleneck lab's experiments, one click each, and their figures.
+
+Layout and wiring only: the experiments are `builder_ui.lab`, run in a child
+process by `builder_ui.lab_runner.LabRunner` (`ctx.lab`); their runs appear
+in the Compare tab like any other.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import gradio as gr
+
+from builder_ui import handlers
+
+HEADERS = ["#", "experiment", "the papers' claim", "quick (min)", "last verdict"]
+POLL_SECONDS = 3.0
+
+
+def _rows(ctx: handlers.AppContext) -> list[list[Any]]:
+    from builder_ui.lab import experiments
+
+    verdicts = {result.number: result.verdict for result in ctx.lab.results()}
+    return [
+        [e.number, e.title, e.claim, e.quick_minutes, verdicts.get(e.number, "—")]
+        for e in experiments()
+    ]
+
+
+def _shown(ctx: handlers.AppContext, number: int | None) -> list[Any]:
+    """The status line, the figure and the finding of experiment `number`."""
+    status = ctx.lab.status()
+    if number is None:
+        return [status.message, None, ""]
+    finding = next(
+        (f"**{r.verdict}.** {r.finding}" for r in ctx.lab.results() if r.number == int(number)),
+        "",
+    )
+    figure = ctx.lab.figure(int(number))
+    if figure is None:
+        return [status.message, None, finding]
+    # The page is sent only files the app copied out for it (no `allowed_paths`).
+    shown = ctx.download_path(figure.name)
+    shutil.copyfile(figure, shown)
+    return [status.message, str(shown), finding]
+
+
+def lab_tab(ctx: handlers.AppContext, tab: gr.Tab) -> None:
+    """Lay out the Lab tab and wire its events."""
+    from builder_ui.lab import experiments
+
+    gr.Markdown(
+        "Each experiment shows one structural limit of sequence models and the design that "
+        "removed it. **Run** trains its models at quick sizes (a few minutes on 2 cores) "
+        "through the engine; they appear in the Compare tab, and the figure appears here "
+        "when done. The full lab is `keras-seq lab`."
+    )
+    table = gr.Dataframe(
+        value=_rows(ctx), headers=HEADERS, interactive=False, wrap=True, elem_id="lab-table"
+    )
+    with gr.Row(equal_height=True):
+        choice = gr.Dropdown(
+            choices=[(f"{e.number}. {e.title}", e.number) for e in experiments()],
+            value=1,
+            label="Experiment",
+            elem_id="lab-experiment",
+            scale=4,
+        )
+        run = gr.Button("Run (quick)", variant="primary", elem_id="lab-run", scale=1)
+    status = gr.Markdown(elem_id="lab-status")
+    figure = gr.Image(label="Figure", type="filepath", interactive=False, elem_id="lab-figure")
+    finding = gr.Markdown(elem_id="lab-finding")
+    timer = gr.Timer(POLL_SECONDS, active=False)
+
+    def on_run(number: int | None) -> list[Any]:
+        try:
+            ctx.lab.start(number)
+        except ValueError as error:
+            return [f"✗ {error}", *_shown(ctx, number)[1:], gr.Timer(active=False)]
+        return [*_shown(ctx, number), gr.Timer(active=True)]
+
+    run.click(
+        on_run,
+        inputs=[choice],
+        outputs=[status, figure, finding, timer],
+        api_name="lab_run",
+    )
+
+    def on_poll(number: int | None) -> list[Any]:
+        running = ctx.lab.status().state == "running"
+        return [*_shown(ctx, number), _rows(ctx), gr.Timer(active=running)]
+
+    timer.tick(
+        on_poll,
+        inputs=[choice],
+        outputs=[status, figure, finding, table, timer],
+        api_name="lab_poll",
+    )
+    choice.change(
+        lambda number: _shown(ctx, number),
+        inputs=[choice],
+        outputs=[status, figure, finding],
+        api_name="lab_show",
+    )
+    tab.select(
+        lambda number: [*_shown(ctx, number), _rows(ctx)],
+        inputs=[choice],
+        outputs=[status, figure, finding, table],
+        api_name="open_lab",
+    )

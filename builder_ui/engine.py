@@ -3,17 +3,24 @@
     spec ─▶ prepare (every check; nothing written on a SpecError)
          ─▶ run record (running: pid, backend, device, precision)
          ─▶ build (seeded, dtype policy, distribution strategy scope)
-         ─▶ model.fit (each epoch recorded as it ends) ─▶ evaluate ─▶ model.keras
+         ─▶ model.fit (each epoch recorded as it ends) ─▶ final metrics ─▶ model.keras
+
+The final metrics are the model builder's (`Prepared.evaluate`): the compiled
+loss and metrics on the validation split are those `fit` computed after its
+last epoch (not evaluated a second time), plus what the builder adds (BLEU and
+exact match for seq2seq, pointer accuracy for pointer networks).
 
 `model.fit` runs with these callbacks, in this order:
 
-1. a recorder that writes each finished epoch to the store;
-2. `keras.callbacks.TerminateOnNaN`: a non-finite loss stops training and the
-   run ends `diverged`, with no model saved;
-3. `keras.callbacks.BackupAndRestore` into `<run>/backup/`: the weights,
+1. `keras.callbacks.BackupAndRestore` into `<run>/backup/`: the weights,
    optimiser state and epoch after every epoch, so that `run(..., run_id=ID,
    resume=True)` on an `interrupted` run (a killed process) continues from the
    last finished epoch and keeps the epochs already recorded;
+2. a recorder that writes each finished epoch to the store (after its
+   checkpoint, so that every recorded epoch can be resumed from);
+3. `keras.callbacks.TerminateOnNaN` (a subclass that notes the batch): a
+   non-finite loss stops training and the run ends `diverged`, with no model
+   saved;
 4. `keras.callbacks.EarlyStopping` when `train.early_stopping` is set;
 5. `keras.callbacks.TensorBoard` into `<run>/tensorboard/` when
    `train.tensorboard` is true;
@@ -78,37 +85,66 @@ def _make_callbacks_classes():
     import keras
 
     class RunRecorder(keras.callbacks.Callback):
-        """Writes each finished epoch to the store; watches for NaN and for cancellation."""
+        """Writes each finished epoch to the store; remembers the last one's logs.
 
-        def __init__(self, store, run_id, cancel):
+        Epoch-level only: a callback with batch hooks makes Keras call it after
+        every step on the training thread (no asynchronous dispatch).
+        """
+
+        def __init__(self, store, run_id, cancel, nan_stop):
             super().__init__()
             self.store = store
             self.run_id = run_id
             self.cancel = cancel
+            self.nan_stop = nan_stop
             self.cancelled = False
-            self.diverged_at: tuple[int, int] | None = None
             self.epochs_trained = 0
             self.epoch = 0
             self.epoch_start = 0.0
+            self.last_logs: dict | None = None
+
+        @property
+        def diverged_at(self) -> tuple[int, int] | None:
+            return self.nan_stop.diverged_at
 
         def on_epoch_begin(self, epoch, logs=None):
             self.epoch = epoch + 1
             self.epoch_start = time.perf_counter()
 
-        def on_train_batch_end(self, batch, logs=None):
-            loss = (logs or {}).get("loss")
-            if self.diverged_at is None and loss is not None and not _is_finite(loss):
-                self.diverged_at = (self.epoch, batch + 1)
-
         def on_epoch_end(self, epoch, logs=None):
             if self.cancelled:
                 return  # a cut-short epoch is not a finished one
             logs = dict(logs or {})
-            if self.diverged_at is None and not _is_finite(logs.get("loss", 0.0)):
-                self.diverged_at = (epoch + 1, 0)
+            if self.nan_stop.diverged_at is None and not _is_finite(logs.get("loss", 0.0)):
+                self.nan_stop.diverged_at = (epoch + 1, 0)
             seconds = time.perf_counter() - self.epoch_start
             self.store.append_epoch(self.run_id, epoch + 1, logs, seconds=seconds)
             self.epochs_trained += 1
+            self.last_logs = logs
+
+    class NaNStop(keras.callbacks.TerminateOnNaN):
+        """`TerminateOnNaN` that remembers where the loss first became NaN or infinite.
+
+        It only reads the logs and sets `stop_training`, so Keras may call it
+        off the training thread (`async_safe`, on backends that allow that):
+        training then stops a step or so later, with the same outcome.
+        """
+
+        async_safe = True
+
+        def __init__(self):
+            super().__init__()
+            self.epoch = 0
+            self.diverged_at: tuple[int, int] | None = None
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch + 1
+
+        def on_batch_end(self, batch, logs=None):
+            loss = (logs or {}).get("loss")
+            if self.diverged_at is None and loss is not None and not _is_finite(loss):
+                self.diverged_at = (self.epoch, batch + 1)
+            super().on_batch_end(batch, logs)
 
     class ProgressBridge(keras.callbacks.Callback):
         """Hands Keras' events to `ProgressCallback`s, with 1-based epochs and steps."""
@@ -154,6 +190,11 @@ def _make_callbacks_classes():
         (its recorded rows are replaced as the epochs run again).
         """
 
+        @property
+        def async_safe(self):
+            # Saving every epoch, its batch hook does nothing; Keras need not wait for it.
+            return self.save_freq == "epoch"
+
         def on_train_begin(self, logs=None):
             try:
                 super().on_train_begin(logs)
@@ -161,7 +202,7 @@ def _make_callbacks_classes():
                 shutil.rmtree(self.backup_dir, ignore_errors=True)
                 self.model._initial_epoch = 0
 
-    return RunRecorder, ProgressBridge, CancelCheck, Backup
+    return RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup
 
 
 def _split_callbacks(callbacks: Iterable[Any]) -> tuple[list[Any], list[Any]]:
@@ -328,8 +369,9 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
     directory.mkdir(parents=True, exist_ok=True)
     backup_dir = directory / BACKUP_DIR
     started = time.perf_counter()
-    RunRecorder, ProgressBridge, CancelCheck, Backup = _make_callbacks_classes()
-    recorder = RunRecorder(store, run_id, cancel)
+    RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup = _make_callbacks_classes()
+    nan_stop = NaNStop()
+    recorder = RunRecorder(store, run_id, cancel, nan_stop)
     record = None
     caller_policy = keras.mixed_precision.dtype_policy()
     try:
@@ -355,7 +397,7 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
             fit_callbacks = [
                 Backup(backup_dir=str(backup_dir), double_checkpoint=True),
                 recorder,
-                keras.callbacks.TerminateOnNaN(),
+                nan_stop,
             ]
             if train.early_stopping is not None:
                 stopping = train.early_stopping
@@ -419,7 +461,13 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                     **timing,
                 )
             else:
-                metrics = prepared.evaluate(model)
+                # After `fit` ran to its end, the model holds the last recorded epoch's
+                # weights, and that epoch's validation logs are the final metrics.
+                # (A caller's Keras callback may change the weights when training ends.)
+                reuse = fit_seconds > 0 and not keras_callbacks
+                metrics = prepared.evaluate(
+                    model, validation_logs=recorder.last_logs if reuse else None
+                )
                 with store.atomic_artifact(run_id, MODEL_FILE) as path:
                     model.save(path)
                 record = store.finish(

@@ -129,8 +129,8 @@ class ModelBuilder:
         return "val_loss"
 
     def evaluate(self, model: Any, params: ModelParams, prepared: Prepared) -> dict[str, float]:
-        """Final metrics on the validation split; default: `model.evaluate`'s."""
-        return _keras_evaluate(model, prepared)
+        """Final metrics on the validation split; default: `prepared.keras_metrics(model)`."""
+        return prepared.keras_metrics(model)
 
 
 class TaskBuilder:
@@ -434,6 +434,9 @@ class Prepared:
         monitor_metric: The main validation metric (`val_accuracy`,
             `val_loss`, ...), for early stopping and comparison.
         builder: The `ModelBuilder` of `spec.model.type`.
+        validation_logs: Set by `evaluate(model, validation_logs=...)` while it
+            runs: the validation metrics `model.fit` computed after its last
+            epoch, which `keras_metrics` returns instead of evaluating again.
     """
 
     spec: ExperimentSpec
@@ -444,6 +447,7 @@ class Prepared:
     y_val: Any
     monitor_metric: str
     builder: ModelBuilder
+    validation_logs: dict[str, float] | None = None
 
     def build(self) -> Any:
         """Seed everything with `spec.train.seed`, build the model and compile it.
@@ -462,10 +466,41 @@ class Prepared:
         )
         return model
 
-    def evaluate(self, model: Any) -> dict[str, float]:
-        """Final metrics on the validation split (loss, accuracy, BLEU, ... by model type)."""
-        metrics = self.builder.evaluate(model, self.spec.model, self)
+    def evaluate(
+        self, model: Any, *, validation_logs: dict[str, Any] | None = None
+    ) -> dict[str, float]:
+        """Final metrics on the validation split (loss, accuracy, BLEU, ... by model type).
+
+        Args:
+            model: The trained model.
+            validation_logs: The logs of `model.fit`'s last epoch (with
+                `val_*` entries), when `model` still holds the weights of that
+                epoch: its Keras metrics are then taken from them rather than
+                computed again (`model.fit` evaluated the same weights on the
+                same split with the same batch size).
+        """
+        self.validation_logs = _validation_metrics(validation_logs)
+        try:
+            metrics = self.builder.evaluate(model, self.spec.model, self)
+        finally:
+            self.validation_logs = None
         return {name: float(value) for name, value in metrics.items()}
+
+    def keras_metrics(self, model: Any) -> dict[str, float]:
+        """The compiled loss and metrics on the validation split, as `model.evaluate` gives them.
+
+        Inside `evaluate(model, validation_logs=...)`, the last epoch's values.
+        """
+        if self.validation_logs is not None:
+            return dict(self.validation_logs)
+        results = model.evaluate(
+            self.x_val,
+            self.y_val,
+            batch_size=self.spec.train.batch_size,
+            verbose=0,
+            return_dict=True,
+        )
+        return {name: float(value) for name, value in results.items()}
 
     @property
     def num_train(self) -> int:
@@ -489,15 +524,12 @@ def make_optimizer(train: TrainSpec) -> Any:
     return classes[train.optimizer](learning_rate=train.learning_rate, clipnorm=train.clipnorm)
 
 
-def _keras_evaluate(model: Any, prepared: Prepared) -> dict[str, float]:
-    results = model.evaluate(
-        prepared.x_val,
-        prepared.y_val,
-        batch_size=prepared.spec.train.batch_size,
-        verbose=0,
-        return_dict=True,
-    )
-    return {name: float(value) for name, value in results.items()}
+def _validation_metrics(logs: dict[str, Any] | None) -> dict[str, float] | None:
+    """`{"val_loss": 0.1, "loss": 0.2}` → `{"loss": 0.1}`; None without `val_*` entries."""
+    if not logs:
+        return None
+    metrics = {name[4:]: float(value) for name, value in logs.items() if name.startswith("val_")}
+    return metrics or None
 
 
 def check_kinds(spec: ExperimentSpec) -> None:

@@ -101,6 +101,14 @@ def test_saved_model_loads_safely_and_scores_the_recorded_metrics(trained):
     probabilities = model.predict(prepared.x_val, verbose=0)
     accuracy = np.mean(np.argmax(probabilities, axis=-1) == prepared.y_val)
     assert accuracy == pytest.approx(record.metrics["accuracy"], abs=1e-6)
+    # The final loss (taken from fit's last validation pass) is the cross-entropy of these
+    # probabilities, computed here with NumPy.
+    picked = probabilities[np.arange(len(prepared.y_val)), prepared.y_val]
+    assert -np.mean(np.log(picked)) == pytest.approx(record.metrics["loss"], rel=1e-5)
+    assert record.metrics == {
+        "loss": record.history[-1].metrics["val_loss"],
+        "accuracy": record.history[-1].metrics["val_accuracy"],
+    }
 
 
 def test_progress_callbacks_see_every_batch_and_epoch_in_order(trained):

@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 
 from builder_ui.builders.sequence import Units
-from builder_ui.registry import ModelBuilder, _keras_evaluate, register_model
+from builder_ui.registry import ModelBuilder, register_model
 from builder_ui.spec import ModelParams
 
 MAX_INPUT_FEATURES = 2**16  # keras_seq.models.pointer.MAX_INPUT_FEATURES
@@ -82,7 +82,7 @@ class PointerNetworkBuilder(ModelBuilder):
         )
 
     def evaluate(self, model, params, prepared):
-        metrics = _keras_evaluate(model, prepared)
+        metrics = prepared.keras_metrics(model)
         x_val, y_val = prepared.task.x_val, prepared.task.y_val
         batch = max(prepared.spec.train.batch_size, 256)
         decoded = np.concatenate(

@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from builder_ui.builders.sequence import Layers, Rate, Units
-from builder_ui.registry import ModelBuilder, _keras_evaluate, register_model
+from builder_ui.registry import ModelBuilder, register_model
 from builder_ui.spec import ModelParams
 
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")
@@ -211,7 +211,7 @@ class Seq2SeqBuilder(ModelBuilder):
         from keras_seq.metrics import corpus_bleu, exact_match
         from keras_seq.models.decoding import compile_decoder
 
-        metrics = _keras_evaluate(model, prepared)
+        metrics = prepared.keras_metrics(model)
         task = prepared.task
         decode = compile_decoder(model, task.targets.length)
         batch = max(prepared.spec.train.batch_size, 256)

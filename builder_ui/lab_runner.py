@@ -104,9 +104,12 @@ class LabRunner:
 
         return stored_results(self.out_dir)
 
-    def figure(self, number: int) -> Path | None:
-        """The main figure of experiment `number`'s last result, if there is one."""
-        for result in self.results():
+    def figure(self, number: int, results=None) -> Path | None:
+        """The main figure of experiment `number`'s last result, if there is one.
+
+        `results` is what `results()` returned, when the caller has it already.
+        """
+        for result in self.results() if results is None else results:
             if result.number == number and result.figures:
                 path = self.out_dir / result.figures[0]
                 return path if path.is_file() else None

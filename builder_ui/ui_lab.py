@@ -8,6 +8,7 @@ in the Compare tab like any other.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -18,32 +19,46 @@ HEADERS = ["#", "experiment", "the papers' claim", "quick (min)", "last verdict"
 POLL_SECONDS = 3.0
 
 
-def _rows(ctx: handlers.AppContext) -> list[list[Any]]:
+def _rows(results: list[Any]) -> list[list[Any]]:
     from builder_ui.lab import experiments
 
-    verdicts = {result.number: result.verdict for result in ctx.lab.results()}
+    verdicts = {result.number: result.verdict for result in results}
     return [
         [e.number, e.title, e.claim, e.quick_minutes, verdicts.get(e.number, "—")]
         for e in experiments()
     ]
 
 
-def _shown(ctx: handlers.AppContext, number: int | None) -> list[Any]:
-    """The status line, the figure and the finding of experiment `number`."""
-    status = ctx.lab.status()
-    if number is None:
-        return [status.message, None, ""]
-    finding = next(
-        (f"**{r.verdict}.** {r.finding}" for r in ctx.lab.results() if r.number == int(number)),
-        "",
-    )
-    figure = ctx.lab.figure(int(number))
-    if figure is None:
-        return [status.message, None, finding]
-    # The page is sent only files the app copied out for it (no `allowed_paths`).
-    shown = ctx.download_path(figure.name)
-    shutil.copyfile(figure, shown)
-    return [status.message, str(shown), finding]
+class _Shown:
+    """What the tab shows of one experiment; copies each figure out for the page once."""
+
+    def __init__(self, ctx: handlers.AppContext):
+        self.ctx = ctx
+        self.copies: dict[tuple[str, int, int], str] = {}
+
+    def __call__(self, number: int | None, results: list[Any]) -> list[Any]:
+        """The status line, the figure and the finding of experiment `number`."""
+        status = self.ctx.lab.status()
+        if number is None:
+            return [status.message, None, ""]
+        finding = next(
+            (f"**{r.verdict}.** {r.finding}" for r in results if r.number == int(number)), ""
+        )
+        figure = self.ctx.lab.figure(int(number), results)
+        if figure is None:
+            return [status.message, None, finding]
+        return [status.message, self._copy(figure), finding]
+
+    def _copy(self, figure: Path) -> str:
+        # The page is sent only files the app copied out for it (no `allowed_paths`); a
+        # figure is copied again only when a new run rewrote it.
+        stat = figure.stat()
+        key = (str(figure), stat.st_mtime_ns, stat.st_size)
+        if key not in self.copies or not Path(self.copies[key]).is_file():
+            shown = self.ctx.download_path(figure.name)
+            shutil.copyfile(figure, shown)
+            self.copies[key] = str(shown)
+        return self.copies[key]
 
 
 def lab_tab(ctx: handlers.AppContext, tab: gr.Tab) -> None:
@@ -56,8 +71,13 @@ def lab_tab(ctx: handlers.AppContext, tab: gr.Tab) -> None:
         "through the engine; they appear in the Compare tab, and the figure appears here "
         "when done. The full lab is `keras-seq lab`."
     )
+    shown = _Shown(ctx)
     table = gr.Dataframe(
-        value=_rows(ctx), headers=HEADERS, interactive=False, wrap=True, elem_id="lab-table"
+        value=_rows(ctx.lab.results()),
+        headers=HEADERS,
+        interactive=False,
+        wrap=True,
+        elem_id="lab-table",
     )
     with gr.Row(equal_height=True):
         choice = gr.Dropdown(
@@ -77,8 +97,8 @@ def lab_tab(ctx: handlers.AppContext, tab: gr.Tab) -> None:
         try:
             ctx.lab.start(number)
         except ValueError as error:
-            return [f"✗ {error}", *_shown(ctx, number)[1:], gr.Timer(active=False)]
-        return [*_shown(ctx, number), gr.Timer(active=True)]
+            return [f"✗ {error}", *shown(number, ctx.lab.results())[1:], gr.Timer(active=False)]
+        return [*shown(number, ctx.lab.results()), gr.Timer(active=True)]
 
     run.click(
         on_run,
@@ -89,7 +109,8 @@ def lab_tab(ctx: handlers.AppContext, tab: gr.Tab) -> None:
 
     def on_poll(number: int | None) -> list[Any]:
         running = ctx.lab.status().state == "running"
-        return [*_shown(ctx, number), _rows(ctx), gr.Timer(active=running)]
+        results = ctx.lab.results()  # read once per tick
+        return [*shown(number, results), _rows(results), gr.Timer(active=running)]
 
     timer.tick(
         on_poll,
@@ -97,14 +118,19 @@ def lab_tab(ctx: handlers.AppContext, tab: gr.Tab) -> None:
         outputs=[status, figure, finding, table, timer],
         api_name="lab_poll",
     )
+
+    def on_open(number: int | None) -> list[Any]:
+        results = ctx.lab.results()
+        return [*shown(number, results), _rows(results)]
+
     choice.change(
-        lambda number: _shown(ctx, number),
+        lambda number: shown(number, ctx.lab.results()),
         inputs=[choice],
         outputs=[status, figure, finding],
         api_name="lab_show",
     )
     tab.select(
-        lambda number: [*_shown(ctx, number), _rows(ctx)],
+        on_open,
         inputs=[choice],
         outputs=[status, figure, finding, table],
         api_name="open_lab",

@@ -650,11 +650,18 @@ def test_decoding_past_a_transformers_buffer_is_refused(seq2seq_models):
         greedy_decode(seq2seq_models["transformer"], np.ones((1, 3), "int32"), 13)
 
 
-def test_decoding_a_mixed_precision_seq2seq_keeps_float32_scores():
+@pytest.mark.parametrize(
+    "architecture",
+    [{"attention": "bahdanau"}, {"architecture": "transformer", "embed_dim": 8, "num_heads": 2}],
+    ids=["rnn", "transformer"],
+)
+def test_decoding_a_mixed_precision_seq2seq_keeps_float32_scores(architecture):
+    """The states (the Transformer's float16 key/value caches included) keep their dtypes
+    through the compiled loop."""
     from keras_seq.models import Seq2Seq
 
     keras.utils.set_random_seed(2)
-    model = Seq2Seq(13, 11, units=16, embedding_dim=8, attention="bahdanau", dtype="mixed_float16")
+    model = Seq2Seq(13, 11, units=16, embedding_dim=8, dtype="mixed_float16", **architecture)
     source = _sources(seed=8, batch=4, source_vocab=13, max_source=5)
     for width in (1, 3):
         _, scores, lengths, attention = compile_decoder(

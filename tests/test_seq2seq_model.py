@@ -169,17 +169,21 @@ def test_eager_and_traced_decoding_agree():
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
-def test_transformer_state_is_a_token_buffer_and_a_step_counter():
-    model = make("transformer_sinusoidal")
+def test_transformer_state_is_a_key_value_cache_and_a_step_counter():
+    model = make("transformer_learned_pre_ln")  # two decoder blocks
     source, _ = sample(2)
     state = model.encode(source)
-    assert to_numpy(state["target_tokens"]).shape == (BATCH, 12)
+    d_k = 8 // 2  # embed_dim / num_heads
+    for index in range(2):
+        assert to_numpy(state[f"cross_keys_{index}"]).shape == (BATCH, S, 2, d_k)
+        assert to_numpy(state[f"self_values_{index}"]).shape == (BATCH, 12, 2, d_k)
     for expected_step, token in enumerate([START_ID, 9, 11]):
         assert np.all(to_numpy(state["step"]) == expected_step)
         _, state, _ = model.decode_step(np.full((BATCH,), token, "int32"), state)
-    np.testing.assert_array_equal(
-        to_numpy(state["target_tokens"])[:, :4], [[START_ID, 9, 11, 0]] * 4
-    )
+    # Three positions written into each block's cache, the rest still empty.
+    keys = to_numpy(state["self_keys_1"])
+    assert np.all(np.any(keys[:, :3] != 0.0, axis=(2, 3)))
+    assert np.all(keys[:, 3:] == 0.0)
     assert model.max_decode_length == 12 and make("fixed_vector_lstm").max_decode_length is None
 
 

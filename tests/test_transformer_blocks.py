@@ -211,6 +211,35 @@ def test_returned_attention_weights_equal_numpy_and_are_zero_where_masked():
     np.testing.assert_allclose(cross_weights[0].sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
+def test_decode_step_with_a_cache_equals_numpy_equations_position_by_position(norm_first):
+    """Incremental decoding: step t, fed only x_t and the cache of steps < t, gives the
+    NumPy decoder's output at t; its cross-attention weights are `call`'s at t."""
+    x, memory = sequence(6), sequence(7, time=T_ENC, features=D_ENC)
+    encoder_mask = padding([T_ENC, 2, 0], T_ENC)  # the last row has no encoder step at all
+    block = layers.TransformerDecoderBlock(HEADS, FF, norm_first=norm_first)
+    block(x, memory)
+    weights = randomize(block, seed=3)
+    everything = np.ones((BATCH, T_DEC), bool)
+    expected = numpy_decoder(
+        x.astype("float64"), memory.astype("float64"), weights, norm_first, everything, encoder_mask
+    )
+    _, _, expected_cross = block(
+        x, memory, encoder_sequence_mask=encoder_mask, return_attention_scores=True
+    )
+    max_length = T_DEC + 2
+    cache = block.empty_self_attention_cache(BATCH, max_length)
+    cross_cache = block.cross_attention_cache(memory)
+    assert numpy_of(cache[0]).shape == (BATCH, max_length, HEADS, D_MODEL // HEADS)
+    for t in range(T_DEC):
+        position = t if t % 2 else np.full((BATCH,), t, "int32")  # a scalar or one per row
+        y, cache, cross = block.decode_step(x[:, t], position, cache, cross_cache, encoder_mask)
+        np.testing.assert_allclose(numpy_of(y), expected[:, t], atol=2e-4, err_msg=f"step {t}")
+        np.testing.assert_allclose(numpy_of(cross), numpy_of(expected_cross)[:, :, t], atol=1e-5)
+    assert np.all(numpy_of(cache[0])[:, T_DEC:] == 0.0)  # positions not reached stay empty
+    assert np.all(numpy_of(cross)[2] == 0.0)  # nothing to read in an all-padding source
+
+
 # Symmetries: permutation equivariance, causality ---------------------------------
 
 

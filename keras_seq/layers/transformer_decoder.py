@@ -92,6 +92,15 @@ class TransformerDecoderBlock(TransformerBlockBase):
         the weights of shapes `(batch, num_heads, T_dec, T_dec)` and
         `(batch, num_heads, T_dec, T_enc)`.
 
+    Incremental decoding: `decode_step` computes one position `t` of the
+    output from the input at `t` alone, reading positions `< t` from a cache of
+    the self-attention's keys and values (`empty_self_attention_cache`), and
+    the encoder output from its projected keys and values
+    (`cross_attention_cache`, computed once per source sentence). Its output is
+    `call`'s output at `t` for the same inputs at positions `≤ t` (the
+    self-attention is causal), at a cost per step that does not grow with the
+    positions already decoded, except for attention over them.
+
     Example:
 
     >>> target = np.random.rand(2, 4, 16).astype("float32")
@@ -185,3 +194,95 @@ class TransformerDecoderBlock(TransformerBlockBase):
         if return_attention_scores:
             return x, self_scores, cross_scores
         return x
+
+    # Incremental decoding ----------------------------------------------------------
+
+    def cross_attention_cache(self, encoder_sequence):
+        """The cross-attention's keys and values of the encoder output, for `decode_step`.
+
+        Args:
+            encoder_sequence: `(batch, T_enc, d_enc)`.
+
+        Returns:
+            `(keys, values)`, each `(batch, T_enc, num_heads, d_model / num_heads)`.
+        """
+        return self.cross_attention.project_key_value(ops.convert_to_tensor(encoder_sequence))
+
+    def empty_self_attention_cache(self, batch_size, max_length):
+        """Zero self-attention keys and values for `max_length` positions, for `decode_step`.
+
+        Returns:
+            `(keys, values)`, each `(batch_size, max_length, num_heads,
+            d_model / num_heads)` in the block's compute dtype.
+        """
+        shape = (batch_size, max_length, self.num_heads, self.self_attention.key_dim)
+        zeros = ops.zeros(shape, dtype=self.compute_dtype)
+        return zeros, ops.zeros_like(zeros)
+
+    def decode_step(
+        self,
+        decoder_step,
+        position,
+        self_attention_cache,
+        cross_attention_cache,
+        encoder_sequence_mask=None,
+    ):
+        """One decoder position `t` at inference, the earlier ones read from a cache.
+
+        The three sublayers of `call` for the single query `x_t`: its
+        self-attention keys and values `x_t W_K`, `x_t W_V` are written into
+        the cache at `t`, and it attends to the cached positions `0 … t`
+        (causal); it attends to the whole (unpadded) encoder output through
+        `cross_attention_cache`. Dropout is not applied (inference).
+
+        Args:
+            decoder_step: `(batch, d_model)`, the block's input at position `t`.
+            position: int `t` (0-based), a scalar or `(batch,)`; must be less
+                than the cache's `max_length`.
+            self_attention_cache: `(keys, values)` from
+                `empty_self_attention_cache` or the previous `decode_step`,
+                holding positions `0 … t − 1`.
+            cross_attention_cache: `(keys, values)` from `cross_attention_cache`.
+            encoder_sequence_mask: Optional boolean `(batch, T_enc)`, True at
+                real encoder steps.
+
+        Returns:
+            `(outputs, self_attention_cache, cross_attention_scores)`: the
+            block's output at `t` `(batch, d_model)`, the cache with position
+            `t` written, and the cross-attention weights of `t`
+            `(batch, num_heads, T_enc)`.
+        """
+        x = ops.expand_dims(ops.convert_to_tensor(decoder_step), 1)  # (batch, 1, d_model)
+        keys, values = self_attention_cache
+        batch = ops.shape(x)[0]
+        position = ops.broadcast_to(ops.reshape(ops.cast(position, "int32"), (-1, 1)), (batch, 1))
+        positions = ops.expand_dims(ops.arange(ops.shape(keys)[1], dtype="int32"), 0)
+        here = ops.equal(positions, position)[:, :, None, None]  # (batch, L, 1, 1)
+        seen = ops.expand_dims(ops.less_equal(positions, position), 1)  # (batch, 1, L): ≤ t
+
+        # Causal self-attention sublayer, one query.
+        residual = x
+        h = self.self_attention_layer_norm(residual) if self.norm_first else residual
+        new_keys, new_values = self.self_attention.project_key_value(h)
+        keys = ops.where(here, ops.cast(new_keys, keys.dtype), keys)
+        values = ops.where(here, ops.cast(new_values, values.dtype), values)
+        h, _ = self.self_attention.attend(h, keys, values, seen)
+        x = residual + h
+        if not self.norm_first:
+            x = self.self_attention_layer_norm(x)
+
+        # Cross-attention sublayer.
+        residual = x
+        h = self.cross_attention_layer_norm(x) if self.norm_first else x
+        cross_mask = None
+        if encoder_sequence_mask is not None:
+            cross_mask = ops.expand_dims(ops.cast(encoder_sequence_mask, "bool"), 1)
+        h, cross_scores = self.cross_attention.attend(
+            h, *cross_attention_cache, cross_mask, return_attention_scores=True
+        )
+        x = residual + h
+        if not self.norm_first:
+            x = self.cross_attention_layer_norm(x)
+
+        x = self._feedforward_sublayer(x, False)
+        return x[:, 0, :], (keys, values), cross_scores[:, :, 0, :]

@@ -69,6 +69,30 @@ class _MultiHeadAttention(keras.layers.MultiHeadAttention):
             weights = ops.where(readable[:, None, :, None], weights, ops.zeros_like(weights))
         return context, weights
 
+    # Incremental decoding (the decoder block's `decode_step`): the keys and values of a
+    # sequence are projected once and attended to by one new query at a time.
+
+    def project_key_value(self, value):
+        """`K = value W_K`, `V = value W_V`: each `(batch, T, num_heads, key_dim)`."""
+        value = ops.copy(value)  # without the caller's Keras mask, which these layers would drop
+        return self._key_dense(value), self._value_dense(value)
+
+    def attend(self, query, keys, values, attention_mask, return_attention_scores=False):
+        """`MultiHead(query, ·, ·) W_O` over keys and values from `project_key_value`.
+
+        Returns `(outputs, weights)`: `(batch, Tq, d_model)` and, with
+        `return_attention_scores`, `(batch, num_heads, Tq, T)` (else None).
+        """
+        context, weights = self._compute_attention(
+            self._query_dense(query),
+            keys,
+            values,
+            attention_mask,
+            False,
+            return_attention_scores,
+        )
+        return self._output_dense(context), weights
+
 
 class TransformerBlockBase(keras.layers.Layer):
     """Arguments, validation, config and sublayer factories shared by both blocks."""

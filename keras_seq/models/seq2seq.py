@@ -47,12 +47,13 @@ Design choices, each a documented departure or a choice the papers leave open:
 - The Transformer multiplies its embeddings by `√d_model` (Vaswani et al.
   2017, Section 3.4), and ends each stack with a `LayerNormalization` when
   `norm_first=True` (pre-LN).
-- The Transformer's `decode_step` keeps the tokens emitted so far in a
-  `(batch, max_length)` buffer and reruns the decoder stack over the whole
-  buffer at every step (causal masks make position `t` ignore what follows
-  it), which costs O(max_length) per step and O(T · max_length) per
-  sentence, instead of caching keys and values. `max_length` bounds the
-  target length that `decode_step` can produce (`max_decode_length`).
+- The Transformer's `decode_step` runs each decoder block on the new
+  position only (`TransformerDecoderBlock.decode_step`): the self-attention
+  keys and values of earlier positions come from a per-block cache of
+  `max_length` positions, and the encoder output's cross-attention keys and
+  values are projected once, in `encode`. A step then costs the same at
+  every position, apart from attention over the cache. `max_length` bounds
+  the target length that `decode_step` can produce (`max_decode_length`).
 """
 
 from __future__ import annotations
@@ -560,32 +561,25 @@ class Seq2Seq(keras.Model):
             x = self.encoder_layer_norm(x)
         return x, source_mask
 
-    def _transformer_decode(self, tokens, mask, memory, source_mask, training, scores=False):
-        """The decoder stack over `tokens` `(batch, T)`; with `scores`, the last cross-attention."""
+    def _transformer_decode(self, tokens, mask, memory, source_mask, training):
+        """The decoder stack over `tokens` `(batch, T)`: `(batch, T, d_model)`."""
         y = self._embed(tokens, "target", training)
-        cross = None
-        for index, block in enumerate(self.decoder_blocks):
-            last = index == len(self.decoder_blocks) - 1
-            outputs = block(
+        for block in self.decoder_blocks:
+            y = block(
                 y,
                 memory,
                 decoder_sequence_mask=mask,
                 encoder_sequence_mask=source_mask,
                 training=training,
-                return_attention_scores=scores and last,
             )
-            if scores and last:
-                y, _, cross = outputs  # cross: (batch, heads, T, S)
-            else:
-                y = outputs
         if self.norm_first:
             y = self.decoder_layer_norm(y)
-        return y, cross
+        return y
 
     def _transformer_call(self, source, target, training):
         memory, source_mask = self._transformer_encode(source, training)
         target_mask = ops.not_equal(ops.cast(target, "int32"), PAD_ID)
-        y, _ = self._transformer_decode(
+        y = self._transformer_decode(
             self.shift_right(target), target_mask, memory, source_mask, training
         )
         return self._probabilities(y)
@@ -593,32 +587,45 @@ class Seq2Seq(keras.Model):
     def _transformer_initial_state(self, source):
         memory, source_mask = self._transformer_encode(source, False)
         batch = ops.shape(source_mask)[0]
-        return {
-            "memory": memory,
-            "source_mask": source_mask,
-            "target_tokens": ops.zeros((batch, self.max_length), dtype="int32"),
-            "step": ops.zeros((batch,), dtype="int32"),
-        }
+        state = {"source_mask": source_mask, "step": ops.zeros((batch,), dtype="int32")}
+        for index, block in enumerate(self.decoder_blocks):
+            # The encoder output enters each block only through its cross-attention keys and
+            # values: projected once here, not at every step.
+            state[f"cross_keys_{index}"], state[f"cross_values_{index}"] = (
+                block.cross_attention_cache(memory)
+            )
+            state[f"self_keys_{index}"], state[f"self_values_{index}"] = (
+                block.empty_self_attention_cache(batch, self.max_length)
+            )
+        return state
 
     def _transformer_decode_step(self, tokens, state):
+        """One position through the decoder stack, with each block's key/value cache."""
         step = ops.minimum(state["step"], self.max_length - 1)  # (batch,)
-        positions = ops.expand_dims(ops.arange(self.max_length, dtype="int32"), 0)  # (1, L)
-        here = ops.equal(positions, ops.expand_dims(step, -1))  # (batch, L)
-        buffer = ops.where(
-            here, ops.expand_dims(ops.cast(tokens, "int32"), -1), state["target_tokens"]
-        )
-        seen = ops.less_equal(positions, ops.expand_dims(step, -1))  # causal: positions ≤ t
-        y, cross = self._transformer_decode(
-            buffer, seen, state["memory"], state["source_mask"], False, scores=True
-        )
-        index = ops.reshape(step, (-1, 1, 1))
-        current = ops.take_along_axis(y, index, axis=1)[:, 0, :]  # (batch, d_model)
-        cross = ops.mean(ops.cast(cross, "float32"), axis=1)  # (batch, L, S), heads averaged
-        weights = ops.take_along_axis(cross, index, axis=1)[:, 0, :]  # (batch, S)
+        embedding = self.target_embedding
+        x = embedding(ops.cast(tokens, "int32"))  # (batch, d_model)
+        x = x * ops.cast(math.sqrt(self.embed_dim), embedding.compute_dtype)
+        # What the positions layer adds at each position: its output for zeros.
+        table = self._positions("target")(
+            ops.zeros((1, self.max_length, self.embed_dim), dtype=embedding.compute_dtype)
+        )[0]
+        x = x + ops.take(table, step, axis=0)
         new_state = dict(state)
-        new_state["target_tokens"] = buffer
+        cross = None
+        for index, block in enumerate(self.decoder_blocks):
+            x, (keys, values), cross = block.decode_step(
+                x,
+                step,
+                (state[f"self_keys_{index}"], state[f"self_values_{index}"]),
+                (state[f"cross_keys_{index}"], state[f"cross_values_{index}"]),
+                state["source_mask"],
+            )
+            new_state[f"self_keys_{index}"], new_state[f"self_values_{index}"] = keys, values
+        if self.norm_first:
+            x = self.decoder_layer_norm(x)
+        weights = ops.mean(ops.cast(cross, "float32"), axis=1)  # (batch, S), heads averaged
         new_state["step"] = state["step"] + 1
-        return self._log_probabilities(current), new_state, weights
+        return self._log_probabilities(x), new_state, weights
 
     # Public entry points ----------------------------------------------------------------
 
@@ -642,14 +649,18 @@ class Seq2Seq(keras.Model):
 
         Returns:
             A dict of tensors, each with the batch as its first axis:
-            `"source_mask"` bool `(batch, S)`; with attention or a
-            Transformer, `"memory"` `(batch, S, d)`; with an attention
+            `"source_mask"` bool `(batch, S)`; with attention, `"memory"`
+            `(batch, S, units)`; with an attention
             that projects them (all but `"luong_dot"`), `"keys"` `(batch, S,
             k)` (`RecurrentDecoder.project_keys`); for an RNN, the decoder
             states by `RecurrentDecoder.state_names` (`"h_0"`, `"c_0"`, …,
             and `"attentional"` with input feeding), each `(batch, units)`;
-            for a Transformer, `"target_tokens"` int32 `(batch, max_length)`
-            and `"step"` int32 `(batch,)`.
+            for a Transformer, `"step"` int32 `(batch,)` and, for each
+            decoder block `i`, its cross-attention keys and values of the
+            encoder output, `"cross_keys_i"` and `"cross_values_i"` `(batch,
+            S, num_heads, d_k)`, and its self-attention cache
+            (`TransformerDecoderBlock.decode_step`), `"self_keys_i"` and
+            `"self_values_i"` `(batch, max_length, num_heads, d_k)`.
         """
         source = ops.convert_to_tensor(source)
         if self.architecture == "rnn":

@@ -16,6 +16,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
+# Test processes (pytest-xdist); each file's tests stay in one process (`--dist loadfile`), so
+# module fixtures are built once.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 # The browser tests drive Debian's Chromium through Playwright (no browser download).
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -48,8 +52,8 @@ app: $(STAMP) ## Start the builder app; pass options with ARGS="--port 7871".
 test: $(STAMP) browser ## Lint, format check, all tests (TensorFlow), then layer tests under JAX.
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(BIN)/pytest
-	KERAS_BACKEND=jax $(BIN)/pytest -m backend_agnostic
+	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
+	KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
 
 lint: $(STAMP) ## Run ruff lint and the format check.
 	$(BIN)/ruff check .

@@ -19,8 +19,9 @@ exact match for seq2seq, pointer accuracy for pointer networks).
 2. a recorder that writes each finished epoch to the store (after its
    checkpoint, so that every recorded epoch can be resumed from);
 3. `keras.callbacks.TerminateOnNaN` (a subclass that notes the batch): a
-   non-finite loss stops training and the run ends `diverged`, with no model
-   saved;
+   non-finite loss stops training (after that batch; at the end of its epoch
+   when Keras runs the check off the training thread, on JAX or PyTorch) and
+   the run ends `diverged`, with no model saved;
 4. `keras.callbacks.EarlyStopping` when `train.early_stopping` is set;
 5. `keras.callbacks.TensorBoard` into `<run>/tensorboard/` when
    `train.tensorboard` is true;
@@ -123,11 +124,17 @@ def _make_callbacks_classes():
             self.last_logs = logs
 
     class NaNStop(keras.callbacks.TerminateOnNaN):
-        """`TerminateOnNaN` that remembers where the loss first became NaN or infinite.
+        """`TerminateOnNaN` that notes where the loss first became NaN or infinite.
 
-        It only reads the logs and sets `stop_training`, so Keras may call it
-        off the training thread (`async_safe`, on backends that allow that):
-        training then stops a step or so later, with the same outcome.
+        Keras may dispatch it off the training thread (`async_safe`: on JAX
+        and PyTorch, when no other callback has batch hooks), so that reading
+        each batch's loss does not stop the backend from running ahead. It
+        then only notes the batch, and stops training when the epoch ends: on
+        JAX (Keras 3.15) a callback that stops training mid-epoch from another
+        thread makes `fit` read metric arrays that the next step had already
+        donated ("Array has been deleted"). Called on the training thread (as
+        on TensorFlow, always), it stops after the very batch, as
+        `TerminateOnNaN` does.
         """
 
         async_safe = True
@@ -136,6 +143,10 @@ def _make_callbacks_classes():
             super().__init__()
             self.epoch = 0
             self.diverged_at: tuple[int, int] | None = None
+            self._training_thread = None
+
+        def on_train_begin(self, logs=None):
+            self._training_thread = threading.current_thread()
 
         def on_epoch_begin(self, epoch, logs=None):
             self.epoch = epoch + 1
@@ -144,7 +155,13 @@ def _make_callbacks_classes():
             loss = (logs or {}).get("loss")
             if self.diverged_at is None and loss is not None and not _is_finite(loss):
                 self.diverged_at = (self.epoch, batch + 1)
-            super().on_batch_end(batch, logs)
+            if threading.current_thread() is self._training_thread:
+                super().on_batch_end(batch, logs)
+
+        def on_epoch_end(self, epoch, logs=None):
+            # Keras has waited for every batch callback of this epoch by now.
+            if self.diverged_at is not None:
+                self.model.stop_training = True
 
     class ProgressBridge(keras.callbacks.Callback):
         """Hands Keras' events to `ProgressCallback`s, with 1-based epochs and steps."""

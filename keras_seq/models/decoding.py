@@ -498,9 +498,8 @@ def _as_source(source):
     return ops.cast(source, "int32")
 
 
-def _check_common(model, source, max_length, end_token, start_token):
-    _check_model(model)
-    source = _as_source(source)
+def _check_max_length(model, max_length):
+    """`max_length` checked: a positive int, at most the model's `max_decode_length` if any."""
     max_length = validation.positive_int("max_length", max_length, MAX_DECODE_LENGTH)
     model_limit = getattr(model, "max_decode_length", None)
     if model_limit is not None and max_length > model_limit:
@@ -510,6 +509,13 @@ def _check_common(model, source, max_length, end_token, start_token):
             "`decode_step` can take",
             max_length,
         )
+    return max_length
+
+
+def _check_common(model, source, max_length, end_token, start_token):
+    _check_model(model)
+    source = _as_source(source)
+    max_length = _check_max_length(model, max_length)
     if end_token is not None:
         end_token = validation.int_in_range("end_token", end_token, 0)
         if end_token == PAD:

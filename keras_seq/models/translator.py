@@ -138,14 +138,7 @@ class Translator(keras.Model):
         model_limit = getattr(model, "max_decode_length", None)
         if max_length is None:
             max_length = min(DEFAULT_MAX_LENGTH, model_limit or DEFAULT_MAX_LENGTH)
-        max_length = validation.positive_int("max_length", max_length, decoding.MAX_DECODE_LENGTH)
-        if model_limit is not None and max_length > model_limit:
-            raise validation.invalid(
-                "max_length",
-                f"at most the model's max_decode_length ({model_limit}), the most steps its "
-                "`decode_step` can take",
-                max_length,
-            )
+        max_length = decoding._check_max_length(model, max_length)
         _check_sizes(model, source_vocabulary, target_vocabulary)
         self.model = model
         self.source_vocabulary = source_vocabulary

@@ -13,6 +13,7 @@ Layout and wiring only: everything the tab does is in `builder_ui.handlers`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,9 +121,10 @@ def train_tab(ctx: handlers.AppContext, build: BuildTab) -> TrainTab:
 
     submit_outputs = [message, session_runs, follow, queue_table, progress]
 
-    def on_queue(text: str, mine: list[str]) -> list:
+    def submit(queue: Callable[[], Any], mine: list[str]) -> list:
+        """Queue with `queue()`; a refusal is shown and changes nothing else."""
         try:
-            submitted = handlers.queue_spec(ctx, text)
+            submitted = queue()
         except SpecError as error:
             return [
                 "**Nothing was queued.**\n\n" + handlers.problems_markdown(error.problems),
@@ -131,25 +133,22 @@ def train_tab(ctx: handlers.AppContext, build: BuildTab) -> TrainTab:
         except handlers.AppError as error:
             return [f"✗ {error}", *[gr.skip()] * 4]
         return after_submit(submitted, mine)
+
+    def on_queue(text: str, mine: list[str]) -> list:
+        return submit(lambda: handlers.queue_spec(ctx, text), mine)
 
     queue_button.click(
         on_queue, inputs=[build.code, session_runs], outputs=submit_outputs, api_name="queue"
     )
 
     def on_queue_presets(keys: list[str], epochs: Any, mine: list[str]) -> list:
-        try:
+        def queue():
             text = str(epochs or "").strip()
             if text and not (text.isdigit() and int(text) >= 1):
                 raise handlers.AppError(f"Epochs: expected a positive integer, got {text!r}.")
-            submitted = handlers.queue_presets(ctx, keys, int(text) if text else None)
-        except SpecError as error:
-            return [
-                "**Nothing was queued.**\n\n" + handlers.problems_markdown(error.problems),
-                *[gr.skip()] * 4,
-            ]
-        except handlers.AppError as error:
-            return [f"✗ {error}", *[gr.skip()] * 4]
-        return after_submit(submitted, mine)
+            return handlers.queue_presets(ctx, keys, int(text) if text else None)
+
+        return submit(queue, mine)
 
     queue_presets_button.click(
         on_queue_presets,

@@ -30,6 +30,7 @@ from builder_ui.lab.common import (
     LabContext,
     fmt,
     table,
+    translation_task,
     verdict_of,
 )
 
@@ -90,13 +91,7 @@ def run(context: LabContext) -> ExperimentResult:
     alignment_figure = None
     for key, label, attention, reverse in VARIANTS:
         spec = {
-            "task": {
-                "type": "toy_translation",
-                "n": settings["pairs"],
-                "min_len": settings["min_len"],
-                "max_len": settings["max_len"],
-                "seed": 0,
-            },
+            "task": translation_task(settings),
             "model": {
                 "type": "seq2seq",
                 "architecture": "rnn",

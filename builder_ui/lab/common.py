@@ -286,6 +286,18 @@ class LabContext:
         return f"{FIGURES_DIR}/{name}.png"
 
 
+def translation_task(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The `toy_translation` task section of a spec: `pairs` sentence pairs of
+    `min_len`–`max_len` source tokens, the same data (seed 0) for every run."""
+    return {
+        "type": "toy_translation",
+        "n": settings["pairs"],
+        "min_len": settings["min_len"],
+        "max_len": settings["max_len"],
+        "seed": 0,
+    }
+
+
 def table(title: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A report table from rows (dicts): the columns are the keys, in order of appearance."""
     columns: list[str] = []

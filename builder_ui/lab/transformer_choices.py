@@ -31,6 +31,7 @@ from builder_ui.lab.common import (
     LabContext,
     fmt,
     table,
+    translation_task,
     verdict_of,
 )
 
@@ -58,13 +59,7 @@ EMBED_DIM = 64
 
 def _translation_spec(settings, *, heads, positions, norm_first, seed=0):
     return {
-        "task": {
-            "type": "toy_translation",
-            "n": settings["pairs"],
-            "min_len": settings["min_len"],
-            "max_len": settings["max_len"],
-            "seed": 0,
-        },
+        "task": translation_task(settings),
         "model": {
             "type": "seq2seq",
             "architecture": "transformer",

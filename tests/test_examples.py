@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

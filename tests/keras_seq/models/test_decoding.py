@@ -24,7 +24,7 @@ guaranteed, and tested exactly, is that the search does what its rules say
 (it equals the reference search), that a beam wide enough to keep every
 candidate finds the best sequence (brute force), and that width 1 is greedy.
 The "never lower" property is also checked on the fixed test batches here and
-on random-weight `Seq2Seq` models (tests/test_translator.py).
+on random-weight `Seq2Seq` models (tests/keras_seq/models/test_translator.py).
 """
 
 from __future__ import annotations

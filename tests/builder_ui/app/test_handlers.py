@@ -22,7 +22,7 @@ import yaml
 from builder_ui import handlers, presets, registry, uploads
 from builder_ui.spec import ModelParams, SpecError, load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 WAIT_S = 300
 
 

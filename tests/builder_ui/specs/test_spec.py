@@ -26,7 +26,7 @@ from builder_ui.spec import (
 )
 from builder_ui.task_specs import LongLagParams
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "specs"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "specs"
 
 BASE = {
     "version": 1,

@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_server import Server
+from tests.app.app_server import Server
 
 from builder_ui.runs import RunStore
 
 CHROMIUM = os.environ.get("KERAS_SEQ_CHROMIUM", "/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(
     os.environ.get("KERAS_SEQ_SCREENSHOTS", ROOT / "tests" / "artifacts" / "screenshots")
 )

@@ -363,7 +363,7 @@ def test_the_engine_and_cli_need_no_tensorflow_under_jax(tmp_path):
 
 
 def test_gpu_check_script_parses_and_documents_its_options():
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.sh"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.sh"
     subprocess.run(["bash", "-n", str(script)], check=True, timeout=30)
     result = subprocess.run(
         ["bash", str(script), "--help"], capture_output=True, text=True, timeout=30

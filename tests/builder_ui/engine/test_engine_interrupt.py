@@ -26,7 +26,7 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX"),
 ]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 EPOCHS = 6
 
 SPEC = {

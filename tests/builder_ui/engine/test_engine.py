@@ -24,7 +24,7 @@ from builder_ui.spec import SpecError
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 # 240 training and 60 validation sequences of 6 one-hot steps; 8 batches per epoch.
 TINY = {

@@ -338,7 +338,7 @@ def test_masked_token_accuracy_counts_every_real_token_once_across_batches():
 def test_compile_for_reports_the_masked_loss_and_trains(name):
     """compile_for(kind "sequence") reports the NumPy masked loss and accuracy, and `fit`
     lowers the loss. (XLA training, the default on GPUs, is the decoder's `jit_fit_step`
-    check in test_recurrent_decoder.py.)"""
+    check in tests/keras_seq/layers/test_recurrent_decoder.py.)"""
     model = make(name)
     compile_for(model, TargetSpec("sequence", vocab_size=TARGET_VOCAB, length=T))
     source, target = np.concatenate([sample(10)[0]] * 4), np.concatenate([sample(10)[1]] * 4)

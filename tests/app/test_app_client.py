@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_server import Server, get, listening_addresses
+from tests.app.app_server import Server, get, listening_addresses
 
 from builder_ui.runs import RunStore
 

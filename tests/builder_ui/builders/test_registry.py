@@ -134,7 +134,7 @@ def test_every_model_family_has_a_tiny_training_spec():
         for name in model_types()
         if type(registry.model_builder(name)).__module__.startswith("builder_ui.builders.")
     }
-    # seq2seq trains in tests/test_registry_seq2seq.py, on its own translation task.
+    # seq2seq trains in tests/builder_ui/builders/test_registry_seq2seq.py, on its own translation task.
     assert families == builtin - {"seq2seq"}
 
 

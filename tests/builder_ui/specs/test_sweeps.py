@@ -195,7 +195,7 @@ def test_sweep_id_is_stable_and_depends_on_the_whole_spec():
 def test_example_sweep_expands_to_eight_trials():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "examples/specs/recurrent_cells_sweep.yaml"
+    path = Path(__file__).resolve().parents[3] / "examples/specs/recurrent_cells_sweep.yaml"
     specs = expand(load_spec(path))
     assert len(specs) == 8
     assert {s.model.encoder.cell for s in specs} == {"simple", "gru", "lstm", "cec_lstm"}

@@ -114,8 +114,8 @@ def measure(settings, log=print):
     import keras
 
     from builder_ui import engine
-    from builder_ui.registry import prepare
-    from builder_ui.runs import RunStore
+    from builder_ui.builders import prepare
+    from builder_ui.engine.store import RunStore
 
     spec = settings.spec()
     directory = tempfile.mkdtemp(prefix="engine-benchmark-")

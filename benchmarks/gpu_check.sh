@@ -99,7 +99,7 @@ import sys
 
 import keras
 
-from builder_ui import devices
+from builder_ui.engine import devices
 
 backend = keras.backend.backend()
 device = devices.detect(backend)
@@ -168,7 +168,7 @@ from pathlib import Path
 sys.path.insert(0, "benchmarks")
 import _timing  # noqa: E402
 
-from builder_ui.runs import RunStore  # noqa: E402
+from builder_ui.engine import RunStore  # noqa: E402
 
 runs_dir, device_file, output_dir, epochs, smoke = sys.argv[1:]
 sys.argv = os.environ["GPU_CHECK_COMMAND"].split()  # what environment() records as the command

@@ -25,7 +25,11 @@ interrupted run can be continued with `keras-seq resume`).
 from __future__ import annotations
 
 import argparse
+import datetime
 import ipaddress
+import json
+import os
+import secrets
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,6 +64,7 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
+        # Keras loads on first use, not on import (specs and the app start without it).
         import keras_seq
 
         print(f"{parser.prog} {keras_seq.__version__}")
@@ -130,7 +135,8 @@ def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             f"refusing to serve on non-loopback host {args.host!r} without authentication; "
             "pass --auth USER:PASS to allow it"
         )
-    from builder_ui.app import launch
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.app.page import launch
 
     launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth)
     return 0
@@ -181,7 +187,8 @@ def _add_set_argument(parser: argparse.ArgumentParser) -> None:
 
 def parse_override(text: str) -> tuple[list[str], object]:
     """`"train.epochs=2"` → `(["train", "epochs"], 2)`; the value is read as YAML."""
-    from builder_ui.spec import SpecError, parse_yaml
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.specs import SpecError, parse_yaml
 
     path, sep, value = text.partition("=")
     parts = path.strip().split(".")
@@ -215,7 +222,9 @@ def apply_overrides(data: object, overrides: Sequence[str]) -> object:
 
 def load_spec_argument(args: argparse.Namespace):
     """The spec file of `args.spec`, with `--set` applied, validated (SpecError if not)."""
-    from builder_ui.spec import load_spec, read_spec_file
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.builders import load_spec
+    from builder_ui.specs import read_spec_file
 
     data = read_spec_file(args.spec)
     data = apply_overrides(data, getattr(args, "overrides", []))
@@ -224,7 +233,8 @@ def load_spec_argument(args: argparse.Namespace):
 
 def _existing_store(args: argparse.Namespace):
     """The run store of `--runs`, which must already exist (commands that only read)."""
-    from builder_ui.runs import DB_NAME
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.engine.store import DB_NAME
 
     if not (args.runs / DB_NAME).is_file():
         raise InputError(f"no run store in {str(args.runs)!r} (no {DB_NAME}); pass --runs DIR")
@@ -233,7 +243,8 @@ def _existing_store(args: argparse.Namespace):
 
 def open_store(directory: Path):
     """`RunStore(directory)`, its refusals (a file, a newer schema) as one message."""
-    from builder_ui.runs import RunStore
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.engine.store import RunStore
 
     try:
         return RunStore(directory)
@@ -266,8 +277,9 @@ def _guarded(run: Callable[[argparse.Namespace], int]):
     """Turn refused input (bad spec, unknown run, ...) into one message and exit code 2."""
 
     def wrapper(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from builder_ui.runs import RunNotFoundError, StatusError
-        from builder_ui.spec import SpecError
+        # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+        from builder_ui.engine.store import RunNotFoundError, StatusError
+        from builder_ui.specs import SpecError
 
         try:
             return run(args)
@@ -294,7 +306,8 @@ def _configure_train(parser: argparse.ArgumentParser) -> None:
 
 def _run_train(args: argparse.Namespace) -> int:
     """Train one spec with a progress bar on stderr; print the run and its metrics on stdout."""
-    from builder_ui.spec import load_spec
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.builders import load_spec
 
     spec = load_spec_argument(args)
     if spec.sweep is not None:
@@ -305,8 +318,9 @@ def _run_train(args: argparse.Namespace) -> int:
     if args.name is not None:
         spec = load_spec({**spec.to_dict(), "name": args.name})
 
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui import engine
-    from builder_ui.progress import TerminalProgress
+    from builder_ui.engine.progress import TerminalProgress
 
     with open_store(args.runs) as store:
         try:
@@ -328,7 +342,8 @@ def _print_resume_hint(store) -> None:
 
 
 def _trial_count(spec) -> int:
-    from builder_ui import sweeps
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.builders import sweeps
 
     if spec.sweep is None:
         return 1
@@ -375,8 +390,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
         raise InputError("--address and --num-cpus are for --executor ray")
     spec = load_spec_argument(args)
 
-    from builder_ui import compare, executors
-    from builder_ui.progress import TerminalProgress
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.engine import executors
+    from builder_ui.engine.progress import TerminalProgress
+    from builder_ui.results import compare
 
     with open_store(args.runs) as store:
         try:
@@ -416,8 +433,9 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
 
 def _run_runs(args: argparse.Namespace) -> int:
     """List the runs of a store, or compare some of them; optionally write the table as CSV."""
-    from builder_ui import compare
-    from builder_ui.runs import DB_NAME
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.engine.store import DB_NAME
+    from builder_ui.results import compare
 
     if not (args.runs / DB_NAME).is_file():
         if args.compare:
@@ -450,8 +468,8 @@ def _run_runs(args: argparse.Namespace) -> int:
 
 def runs_table(records):
     """One row per run: id, name, status, sweep, created, epochs, final metrics, time, device."""
-    import datetime
 
+    # pandas loads when a table is made, not on import.
     import pandas as pd
 
     metric_names: list[str] = []
@@ -484,6 +502,7 @@ def runs_table(records):
 
 
 def _table_text(table) -> str:
+    # pandas loads when a table is made, not on import.
     import pandas as pd
 
     with pd.option_context(
@@ -512,7 +531,8 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
 
 def _run_export(args: argparse.Namespace) -> int:
     """Export a done run's model; print the path written."""
-    from builder_ui import export
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.results import export
 
     with _existing_store(args) as store:
         try:
@@ -535,8 +555,9 @@ def _configure_resume(parser: argparse.ArgumentParser) -> None:
 
 def _run_resume(args: argparse.Namespace) -> int:
     """Continue an interrupted run from its last finished epoch."""
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui import engine
-    from builder_ui.progress import TerminalProgress
+    from builder_ui.engine.progress import TerminalProgress
 
     with _existing_store(args) as store:
         try:
@@ -560,9 +581,9 @@ def _configure_schema(parser: argparse.ArgumentParser) -> None:
 
 def _run_schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema of an experiment spec (every registered task and model type)."""
-    import json
 
-    from builder_ui.spec import json_schema
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.builders import json_schema
 
     text = json.dumps(json_schema(), indent=2) + "\n"
     if args.out is None:
@@ -574,8 +595,6 @@ def _run_schema(args: argparse.Namespace) -> int:
 
 
 def _write_text(path: Path, text: str) -> None:
-    import os
-    import secrets
 
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
@@ -596,7 +615,8 @@ def _run_validate(args: argparse.Namespace) -> int:
     """Run every check `train` and `sweep` run before training (data included); train nothing."""
     spec = load_spec_argument(args)
 
-    from builder_ui.executors import plan_sweep
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.engine.executors import plan_sweep
 
     trials = plan_sweep(spec)
     what = f"model {spec.model.type!r} on task {spec.task.type!r}"

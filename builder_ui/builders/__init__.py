@@ -1,12 +1,88 @@
-"""The built-in model builders, one module per family of model types.
+"""Builders: the registry of task and model types, and `prepare(spec)`, a spec made trainable.
 
-- `sequence`: `sequence_classifier` and `sequence_regressor`, a recurrent or
-  Transformer encoder over tokens or numeric features.
-- `vision`: `vision_transformer`, the ViT over images.
-- `pointer`: `pointer_network`, outputs that point at input positions.
-- `seq2seq`: `seq2seq`, an RNN (with or without attention) or Transformer
-  encoder–decoder from source to target token ids.
-
-Importing a module registers its types (`builder_ui.registry` does it on
-first use); each imports Keras only when it builds a model.
+- `base`: `ModelBuilder` and `TaskBuilder`, what a type must provide.
+- `registry`: registration by type name, entry-point plugins, lookups.
+- `validation`: `load_spec` / `validate_spec` with the registered types, `check_kinds`.
+- `sweeps`: a sweep's trials, each validated.
+- `prepare`: `prepare(spec)` → `Prepared` (data splits, `build()`, `evaluate()`).
+- `presets`: the starting points of the arc, packaged YAML specs.
+- The built-in types, one module per family: `tasks` (every task type, and
+  `data_files` for the user's CSV files), `sequence` (`sequence_classifier`,
+  `sequence_regressor`), `vision` (`vision_transformer`), `pointer`
+  (`pointer_network`), `seq2seq` (`seq2seq`). Importing this package registers
+  them; each imports Keras only when it builds a model.
 """
+
+from builder_ui.builders import pointer, seq2seq, sequence, tasks, vision
+from builder_ui.builders.base import (
+    INPUT_KINDS,
+    TARGET_KINDS,
+    BuilderError,
+    ModelBuilder,
+    TaskBuilder,
+)
+from builder_ui.builders.prepare import Prepared, load_task, make_optimizer, prepare
+from builder_ui.builders.registry import (
+    ENTRY_POINT_GROUP,
+    describe_tasks,
+    describe_types,
+    load_entry_point,
+    model_builder,
+    model_builders,
+    model_types,
+    params_model,
+    plugin_errors,
+    register_model,
+    register_task,
+    reload_plugins,
+    task_builder,
+    task_types,
+    unregister,
+)
+from builder_ui.builders.sweeps import Trial, expand, trials
+from builder_ui.builders.validation import (
+    check_kinds,
+    json_schema,
+    load_spec,
+    resolve_component,
+    validate_spec,
+)
+
+# The built-in type modules, registered above (their types are not plugins).
+BUILTIN_MODULES = tuple(module.__name__ for module in (tasks, sequence, vision, pointer, seq2seq))
+
+__all__ = [
+    "BUILTIN_MODULES",
+    "ENTRY_POINT_GROUP",
+    "INPUT_KINDS",
+    "TARGET_KINDS",
+    "BuilderError",
+    "ModelBuilder",
+    "Prepared",
+    "TaskBuilder",
+    "Trial",
+    "check_kinds",
+    "describe_tasks",
+    "describe_types",
+    "expand",
+    "json_schema",
+    "load_entry_point",
+    "load_spec",
+    "load_task",
+    "make_optimizer",
+    "model_builder",
+    "model_builders",
+    "model_types",
+    "params_model",
+    "plugin_errors",
+    "prepare",
+    "register_model",
+    "register_task",
+    "reload_plugins",
+    "resolve_component",
+    "task_builder",
+    "task_types",
+    "trials",
+    "unregister",
+    "validate_spec",
+]

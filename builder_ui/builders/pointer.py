@@ -23,9 +23,10 @@ from typing import Literal
 
 import numpy as np
 
+from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.registry import register_model
 from builder_ui.builders.sequence import Units
-from builder_ui.registry import ModelBuilder, register_model
-from builder_ui.spec import ModelParams
+from builder_ui.specs import ModelParams
 
 MAX_INPUT_FEATURES = 2**16  # keras_seq.models.pointer.MAX_INPUT_FEATURES
 MAX_LAYER_PARAMS = 2**31
@@ -64,6 +65,7 @@ class PointerNetworkBuilder(ModelBuilder):
         return []
 
     def build(self, params, task):
+        # Keras loads on first use, not on import (specs and the app start without it).
         from keras_seq.models import pointer_network
 
         return pointer_network(

@@ -29,9 +29,10 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.registry import register_model
 from builder_ui.builders.sequence import Layers, Rate, Units
-from builder_ui.registry import ModelBuilder, register_model
-from builder_ui.spec import ModelParams
+from builder_ui.specs import ModelParams
 
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")
 LUONG = ("luong_dot", "luong_general", "luong_concat")
@@ -185,6 +186,7 @@ class Seq2SeqBuilder(ModelBuilder):
         return problems
 
     def build(self, params, task):
+        # Keras loads on first use, not on import (specs and the app start without it).
         from keras_seq.models import seq2seq
 
         return seq2seq(task.inputs.vocab_size, task.targets.vocab_size, **params.arguments())
@@ -198,6 +200,7 @@ class Seq2SeqBuilder(ModelBuilder):
         )
 
     def compile_args(self, params, task):
+        # Keras loads on first use, not on import (specs and the app start without it).
         from keras_seq.models import MaskedSparseCategoricalCrossentropy, MaskedTokenAccuracy
 
         return {"loss": MaskedSparseCategoricalCrossentropy(), "metrics": [MaskedTokenAccuracy()]}
@@ -206,6 +209,7 @@ class Seq2SeqBuilder(ModelBuilder):
         return "val_token_accuracy"
 
     def evaluate(self, model, params, prepared):
+        # Keras loads on first use, not on import (specs and the app start without it).
         import keras
 
         from keras_seq.metrics import corpus_bleu, exact_match

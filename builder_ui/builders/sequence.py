@@ -32,8 +32,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from builder_ui.registry import ModelBuilder, register_model
-from builder_ui.spec import ModelParams, StrictModel
+from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.registry import register_model
+from builder_ui.specs import ModelParams, StrictModel
 
 MAX_UNITS = 2**16  # keras_seq.validation.MAX_UNITS
 MAX_LAYER_PARAMS = 2**31  # keras_seq.validation.MAX_LAYER_PARAMS
@@ -204,6 +205,7 @@ class _SequenceBuilder(ModelBuilder):
         return params.embedding_dim or DEFAULT_EMBEDDING_DIM
 
     def build(self, params, task):
+        # Keras loads on first use, not on import (specs and the app start without it).
         import keras
 
         inputs = task.inputs
@@ -223,6 +225,7 @@ class _SequenceBuilder(ModelBuilder):
 
 
 def _rnn_encoder(params, inputs, sequence):
+    # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     from keras_seq.layers import CECLSTM
@@ -256,6 +259,7 @@ def _rnn_encoder(params, inputs, sequence):
 
 
 def _transformer_encoder(params, inputs, sequence):
+    # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     from keras_seq.layers import (

@@ -19,9 +19,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.registry import register_model
 from builder_ui.builders.sequence import Layers, Rate, Units
-from builder_ui.registry import ModelBuilder, register_model
-from builder_ui.spec import ModelParams
+from builder_ui.specs import ModelParams
 
 
 class VisionTransformerParams(ModelParams):
@@ -75,6 +76,7 @@ class VisionTransformer(ModelBuilder):
         return []
 
     def build(self, params, task):
+        # Keras loads on first use, not on import (specs and the app start without it).
         from keras_seq.models import vision_transformer
 
         return vision_transformer(

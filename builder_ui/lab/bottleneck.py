@@ -69,6 +69,7 @@ def _buckets(min_len, max_len, width):
 
 
 def run(context: LabContext) -> ExperimentResult:
+    # matplotlib loads when a figure is drawn, not on import.
     from matplotlib.figure import Figure
 
     from keras_seq.metrics import evaluate_by_length, plot_bleu_by_length

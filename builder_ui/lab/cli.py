@@ -56,7 +56,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run the experiments `args` chose and write the report; return the exit code."""
-    from builder_ui.lab import parse_numbers, run_lab
+    # Loaded when the command runs: `keras-seq --help` reads `configure` alone.
+    from builder_ui.lab.suite import parse_numbers, run_lab
 
     try:
         numbers = parse_numbers(args.only)

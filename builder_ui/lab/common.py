@@ -20,6 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builder_ui import engine
+from builder_ui.builders import load_spec, prepare
+from builder_ui.engine import devices
+
 FIGURES_DIR = "figures"
 
 # Verdicts, as the report prints them.
@@ -102,6 +106,7 @@ class ExperimentResult:
 
     def frame(self, index: int = 0):
         """Table `index` (default: the main one) as a pandas DataFrame, columns in order."""
+        # pandas loads when a table is made, not on import.
         import pandas as pd
 
         table = self.tables[index]
@@ -138,6 +143,7 @@ class StopWhenReached:
 
     @staticmethod
     def make(monitor: str, target: float, mode: str = "max"):
+        # Keras loads on first use, not on import (specs and the app start without it).
         import keras
 
         class _Stop(keras.callbacks.Callback):
@@ -158,6 +164,7 @@ class StopWhenReached:
 
 def _capture_callback():
     """A Keras callback that keeps a reference to the trained model (for evaluation)."""
+    # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     class _Capture(keras.callbacks.Callback):
@@ -185,7 +192,7 @@ class LabContext:
     """What an experiment needs: the store, where to write, how big, how to report progress.
 
     Attributes:
-        store: The `builder_ui.runs.RunStore` the runs go to.
+        store: The `builder_ui.engine.store.RunStore` the runs go to.
         out_dir: The report directory.
         quick: Small sizes (the whole lab in minutes) instead of the full ones.
         log: Called with one line per step of progress.
@@ -234,9 +241,6 @@ class LabContext:
             A `Trained`; its record's status may be other than `done`
             (diverged, failed): experiments report that rather than stop.
         """
-        from builder_ui import engine
-        from builder_ui.registry import prepare
-        from builder_ui.spec import load_spec
 
         name = self.run_name(key)
         document = {"version": 1, "name": name, **dict(spec)}
@@ -310,7 +314,6 @@ def table(title: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def device_name() -> str:
     """The device the engine would train on, as the run store records it."""
-    from builder_ui import devices
 
     return devices.describe(devices.detect())
 

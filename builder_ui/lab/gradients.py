@@ -27,13 +27,7 @@ import time
 
 import numpy as np
 
-from builder_ui.lab.common import (
-    ExperimentResult,
-    LabContext,
-    fmt,
-    table,
-    verdict_of,
-)
+from builder_ui.lab.common import ExperimentResult, LabContext, fmt, table, verdict_of
 
 NUMBER = 1
 TITLE = "Vanishing gradients"
@@ -60,6 +54,7 @@ CLIP_NORM = 1.0
 
 def _layers():
     """(label, factory) of the layers of part A, each at its default initialisation."""
+    # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     from keras_seq.layers import CECLSTM
@@ -77,6 +72,7 @@ def _layers():
 
 
 def _linear_rnn(gain):
+    # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     return keras.layers.SimpleRNN(
@@ -88,6 +84,7 @@ def _linear_rnn(gain):
 
 
 def _measure(factory, length, seed):
+    # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     from keras_seq.diagnostics import gradient_flow
@@ -116,6 +113,7 @@ def _clipped(frame, clip_norm):
 
 
 def run(context: LabContext) -> ExperimentResult:
+    # matplotlib loads when a figure is drawn, not on import.
     from matplotlib.figure import Figure
 
     from keras_seq.diagnostics import plot_gradient_flow

@@ -105,6 +105,7 @@ def _train_one(context, task_name, cell, lag, settings):
 
 
 def run(context: LabContext) -> ExperimentResult:
+    # matplotlib loads when a figure is drawn, not on import.
     from matplotlib.figure import Figure
 
     started = time.perf_counter()

@@ -22,18 +22,14 @@ numbers are in the report's table and `results.json`.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
 import numpy as np
 
-from builder_ui.lab.common import (
-    ExperimentResult,
-    LabContext,
-    fmt,
-    table,
-    verdict_of,
-)
+from builder_ui.engine import devices
+from builder_ui.lab.common import ExperimentResult, LabContext, device_name, fmt, table, verdict_of
 
 NUMBER = 4
 TITLE = "Sequential computation"
@@ -70,28 +66,26 @@ def lstm_units_matching(target_parameters: int, d_model: int = D_MODEL) -> int:
 
 def _devices():
     """`[(label, tf device string or None)]`: the CPU, and the GPU when TensorFlow has one."""
+    # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     if keras.backend.backend() != "tensorflow":
-        from builder_ui.lab.common import device_name
-
         return [(device_name(), None)]
+    # Only the backend in use is imported.
     import tensorflow as tf
 
     found = [("CPU", "/CPU:0")]
     gpus = tf.config.list_logical_devices("GPU")
     if gpus:
-        from builder_ui import devices
-
         found.append((devices.detect().name or "GPU", gpus[0].name))
     return found
 
 
 def _device_scope(device):
-    import contextlib
 
     if device is None:
         return contextlib.nullcontext()
+    # Only the backend in use is imported.
     import tensorflow as tf
 
     return tf.device(device)
@@ -99,6 +93,7 @@ def _device_scope(device):
 
 def _models(lengths, seed):
     """`{(kind, length): compiled model}` sharing one block and one LSTM; their parameters."""
+    # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     from keras_seq.layers import TransformerEncoderBlock
@@ -163,6 +158,7 @@ def _measure_device(context, device, lengths, rounds, sample_seconds, seed):
 
 
 def run(context: LabContext) -> ExperimentResult:
+    # matplotlib loads when a figure is drawn, not on import.
     from matplotlib.figure import Figure
 
     started = time.perf_counter()

@@ -114,6 +114,7 @@ def neighbour_similarity(similarity: np.ndarray) -> tuple[float, float]:
 
 
 def run(context: LabContext) -> ExperimentResult:
+    # Keras loads on first use, not on import (specs and the app start without it).
     from keras_seq.diagnostics import plot_position_similarity, position_similarity
 
     started = time.perf_counter()
@@ -287,6 +288,7 @@ def run(context: LabContext) -> ExperimentResult:
 
 
 def _bleu_figure(context, rows):
+    # matplotlib loads when a figure is drawn, not on import.
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(8.0, 4.2), layout="constrained")

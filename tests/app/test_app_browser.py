@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.app.app_server import Server
 
-from builder_ui.runs import RunStore
+from builder_ui.engine.store import RunStore
+from tests.app.app_server import Server
 
 CHROMIUM = os.environ.get("KERAS_SEQ_CHROMIUM", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.app.app_server import Server, get, listening_addresses
 
-from builder_ui.runs import RunStore
+from builder_ui.engine.store import RunStore
+from tests.app.app_server import Server, get, listening_addresses
 
 pytestmark = pytest.mark.slow
 

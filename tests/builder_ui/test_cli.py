@@ -14,11 +14,11 @@ from builder_ui import cli
 
 @pytest.fixture
 def launched(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
-    """Replace `builder_ui.app` by a stub that records `launch` calls instead of serving."""
+    """Replace `builder_ui.app.page` by a stub that records `launch` calls instead of serving."""
     calls: list[dict] = []
-    stub = types.ModuleType("builder_ui.app")
+    stub = types.ModuleType("builder_ui.app.page")
     stub.launch = lambda **kwargs: calls.append(kwargs)
-    monkeypatch.setitem(sys.modules, "builder_ui.app", stub)
+    monkeypatch.setitem(sys.modules, "builder_ui.app.page", stub)
     return calls
 
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from builder_ui import cli
-from builder_ui.runs import DB_NAME, RunStore
+from builder_ui.engine.store import DB_NAME, RunStore
 
 TINY = {
     "version": 1,
@@ -343,7 +343,8 @@ def test_the_engine_and_cli_need_no_tensorflow_under_jax(tmp_path):
                     raise ModuleNotFoundError(f"No module named {name!r}")
 
         sys.meta_path.insert(0, HideTensorFlow())
-        import builder_ui.engine, builder_ui.executors, builder_ui.export, builder_ui.model_source
+        import builder_ui.engine.executors, builder_ui.results.export
+        import builder_ui.results.model_source
         from builder_ui import cli
         code = cli.main(["validate", sys.argv[1]])
         print(code, "tensorflow" in sys.modules)

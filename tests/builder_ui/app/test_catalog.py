@@ -1,4 +1,4 @@
-"""Tests for `builder_ui.catalog`: discovering keras_seq's layers and tasks, no Gradio."""
+"""Tests for `builder_ui.app.actions.catalog`: finding keras_seq's layers and tasks, no Gradio."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from builder_ui import catalog
+from builder_ui.app.actions import catalog
 
 
 class Documented:

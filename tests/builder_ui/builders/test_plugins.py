@@ -16,8 +16,9 @@ import textwrap
 
 import pytest
 
-from builder_ui import registry
-from builder_ui.spec import SpecError, json_schema, load_spec
+from builder_ui import builders
+from builder_ui.builders import json_schema, load_spec
+from builder_ui.specs import SpecError
 
 PLUGIN_CODE = '''
 """A tiny keras_seq plugin: a mean-pooling classifier and a parity task."""
@@ -26,8 +27,8 @@ from typing import Literal
 
 import numpy as np
 
-from builder_ui.registry import ModelBuilder, TaskBuilder
-from builder_ui.spec import ModelParams, TaskParams
+from builder_ui.builders import ModelBuilder, TaskBuilder
+from builder_ui.specs import ModelParams, TaskParams
 
 
 class MeanPoolParams(ModelParams):
@@ -92,7 +93,7 @@ def write_distribution(site, name, entry_points, code=None):
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
     lines = "\n".join(f"{key} = {value}" for key, value in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}\n")
+    (info / "entry_points.txt").write_text(f"[{builders.ENTRY_POINT_GROUP}]\n{lines}\n")
 
 
 @pytest.fixture(scope="module")
@@ -117,13 +118,13 @@ def plugins(tmp_path_factory):
         },
     )
     sys.path.insert(0, str(site))
-    registry.reload_plugins()
+    builders.reload_plugins()
     yield site
     sys.path.remove(str(site))
     for kind, name in (("model", "mean_pool_classifier"), ("task", "mean_sign")):
-        registry.unregister(kind, name)
+        builders.unregister(kind, name)
     sys.modules.pop("kseq_demo_plugin", None)
-    registry.reload_plugins()
+    builders.reload_plugins()
 
 
 SPEC = {
@@ -136,16 +137,16 @@ SPEC = {
 
 
 def test_plugin_types_are_listed_beside_the_builtins(plugins):
-    assert "mean_pool_classifier" in registry.model_types()
-    assert "mean_sign" in registry.task_types()
-    assert "sequence_classifier" in registry.model_types()
-    described = registry.describe_types()["mean_pool_classifier"]
+    assert "mean_pool_classifier" in builders.model_types()
+    assert "mean_sign" in builders.task_types()
+    assert "sequence_classifier" in builders.model_types()
+    described = builders.describe_types()["mean_pool_classifier"]
     assert described["module"] == "kseq_demo_plugin"
     assert described["input_kinds"] == ["numeric"]
 
 
 def test_plugin_types_train_from_a_spec_through_prepare(plugins):
-    prepared = registry.prepare(SPEC)
+    prepared = builders.prepare(SPEC)
     model = prepared.build()
     assert model.get_layer("hidden").units == 4
     history = model.fit(
@@ -168,7 +169,7 @@ def test_plugin_fields_are_validated_like_builtin_ones(plugins):
 
 def test_plugin_compatibility_is_checked_like_builtin_ones(plugins):
     with pytest.raises(SpecError, match="'mean_pool_classifier' reads numeric inputs, but task"):
-        registry.prepare({**SPEC, "task": {"type": "digits"}})
+        builders.prepare({**SPEC, "task": {"type": "digits"}})
 
 
 def test_plugin_types_are_in_the_json_schema(plugins):
@@ -178,21 +179,21 @@ def test_plugin_types_are_in_the_json_schema(plugins):
 
 
 def test_broken_entry_points_are_reported_by_name_without_breaking_others(plugins):
-    errors = registry.plugin_errors()
+    errors = builders.plugin_errors()
     assert errors["missing_module"].startswith(
         "entry point 'missing_module' = 'kseq_no_such_module:Builder' (from kseq_broken_plugin "
         "0.1.0) failed to import: ModuleNotFoundError"
     )
     assert "entry point 'not_a_builder'" in errors["not_a_builder"]
     assert (
-        "expected a subclass of builder_ui.registry.ModelBuilder, got 42"
+        "expected a subclass of builder_ui.builders.ModelBuilder, got 42"
         in (errors["not_a_builder"])
     )
     assert (
         "type 'sequence_classifier' is built in and cannot be replaced by a plugin"
         in (errors["sequence_classifier"])
     )
-    assert type(registry.model_builder("sequence_classifier")).__module__ == (
+    assert type(builders.model_builder("sequence_classifier")).__module__ == (
         "builder_ui.builders.sequence"
     )
 

@@ -15,18 +15,19 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from builder_ui import registry
-from builder_ui.registry import (
+from builder_ui import builders
+from builder_ui.builders import (
     BuilderError,
     ModelBuilder,
     Prepared,
     TaskBuilder,
+    load_spec,
     model_types,
     prepare,
     register_model,
     task_types,
 )
-from builder_ui.spec import ModelParams, SpecError, load_spec
+from builder_ui.specs import ModelParams, SpecError
 
 TRAIN = {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "clipnorm": 1.0, "seed": 3}
 
@@ -132,9 +133,9 @@ def test_every_model_family_has_a_tiny_training_spec():
     builtin = {
         name
         for name in model_types()
-        if type(registry.model_builder(name)).__module__.startswith("builder_ui.builders.")
+        if type(builders.model_builder(name)).__module__.startswith("builder_ui.builders.")
     }
-    # seq2seq trains in tests/builder_ui/builders/test_registry_seq2seq.py, on its own translation task.
+    # seq2seq trains in test_registry_seq2seq.py (beside this file), on its own translation task.
     assert families == builtin - {"seq2seq"}
 
 
@@ -351,7 +352,7 @@ def test_decorator_registers_a_builder_usable_from_a_spec():
         with pytest.raises(SpecError, match=r"^model\.hidden: expected an integer, got 'x'"):
             load_spec({**data, "model": {"type": "flat_dense", "hidden": "x"}})
     finally:
-        registry.unregister("model", "flat_dense")
+        builders.unregister("model", "flat_dense")
     assert "flat_dense" not in model_types()
 
 
@@ -362,9 +363,9 @@ def _builder(**attributes):
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
-        (object, "expected a subclass of builder_ui.registry.ModelBuilder"),
+        (object, "expected a subclass of builder_ui.builders.ModelBuilder"),
         (_builder(), "`Broken.params` must be a pydantic model"),
-        (_builder(params=BaseModel), "`Broken.params` must subclass builder_ui.spec.ModelParams"),
+        (_builder(params=BaseModel), "`Broken.params` must subclass builder_ui.specs.ModelParams"),
         (_builder(params=TinyParams), 'must declare `type: Literal["tiny_dense"]'),
     ],
 )
@@ -404,22 +405,22 @@ def test_a_taken_type_name_is_refused_unless_replaced():
     )
     with pytest.raises(BuilderError, match="'sequence_classifier' is already registered by"):
         register_model("sequence_classifier")(clash)
-    assert type(registry.model_builder("sequence_classifier")).__name__ == "SequenceClassifier"
+    assert type(builders.model_builder("sequence_classifier")).__name__ == "SequenceClassifier"
 
 
 def test_task_builders_need_load():
-    from builder_ui.task_specs import ShapesParams
+    from builder_ui.builders.tasks import ShapesParams
 
     no_load = type("NoLoad", (TaskBuilder,), {"params": ShapesParams})
     with pytest.raises(BuilderError, match=r"`NoLoad` must define load\(\)"):
-        registry.register_task("shapes")(no_load)
+        builders.register_task("shapes")(no_load)
 
 
 def test_describe_types_reports_kinds_for_the_app():
-    described = registry.describe_types()
+    described = builders.describe_types()
     assert described["vision_transformer"]["input_kinds"] == ["image"]
     assert described["pointer_network"]["target_kinds"] == ["pointer"]
     assert described["sequence_classifier"]["description"]
-    tasks = registry.describe_tasks()
+    tasks = builders.describe_tasks()
     assert set(tasks) == set(task_types())
     assert all(entry["description"] for entry in tasks.values())

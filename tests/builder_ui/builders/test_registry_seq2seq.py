@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from builder_ui.registry import prepare
-from builder_ui.spec import SpecError, load_spec
+from builder_ui.builders import load_spec, prepare
+from builder_ui.specs import SpecError
 
 
 def spec(task=None, **model):

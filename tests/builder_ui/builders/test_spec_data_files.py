@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from builder_ui.data_files import DataFileError, load_csv_sequences
-from builder_ui.registry import prepare
-from builder_ui.spec import SpecError
+from builder_ui.builders import prepare
+from builder_ui.builders.data_files import DataFileError, load_csv_sequences
+from builder_ui.specs import SpecError
 
 
 def write(tmp_path, text, name="data.csv"):

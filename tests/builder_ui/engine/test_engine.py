@@ -16,11 +16,12 @@ import keras
 import numpy as np
 import pytest
 
-from builder_ui import devices, engine
-from builder_ui.progress import ProgressCallback, QueueProgress, TerminalProgress
-from builder_ui.registry import prepare
-from builder_ui.runs import RunRecord, RunStore
-from builder_ui.spec import SpecError
+from builder_ui import engine
+from builder_ui.builders import prepare
+from builder_ui.engine import devices
+from builder_ui.engine.progress import ProgressCallback, QueueProgress, TerminalProgress
+from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.specs import SpecError
 
 pytestmark = pytest.mark.slow
 
@@ -379,7 +380,7 @@ MIRRORED_CHILD = textwrap.dedent(
 
     import keras
     from builder_ui import engine
-    from builder_ui.runs import RunRecord, RunStore
+    from builder_ui.engine.store import RunRecord, RunStore
 
     class Replicas(keras.callbacks.Callback):
         def on_train_begin(self, logs=None):

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from builder_ui import engine
-from builder_ui.progress import ProgressCallback
-from builder_ui.runs import RunStore
+from builder_ui.engine.progress import ProgressCallback
+from builder_ui.engine.store import RunStore
 
 pytestmark = [
     pytest.mark.slow,
@@ -43,8 +43,8 @@ CHILD = textwrap.dedent(
     """
     import json, sys, time
     from builder_ui import engine
-    from builder_ui.progress import ProgressCallback
-    from builder_ui.runs import RunStore
+    from builder_ui.engine.progress import ProgressCallback
+    from builder_ui.engine.store import RunStore
 
     class Slow(ProgressCallback):
         def on_epoch_end(self, epoch, logs):

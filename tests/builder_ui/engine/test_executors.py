@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from builder_ui import executors
-from builder_ui.runs import RunStore
-from builder_ui.spec import SpecError
+from builder_ui.engine import executors
+from builder_ui.engine.store import RunStore
+from builder_ui.specs import SpecError
 
 # Two trials of a tiny classifier; one epoch each.
 SWEEP = {

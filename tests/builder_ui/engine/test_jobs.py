@@ -15,15 +15,11 @@ import time
 import pytest
 
 from builder_ui import engine
-from builder_ui.jobs import (
-    JobQueue,
-    ProgressBoard,
-    detect_slots,
-    recover_orphans,
-    slot_environment,
-)
-from builder_ui.runs import RunStore, this_process
-from builder_ui.spec import load_spec
+from builder_ui.builders import load_spec
+from builder_ui.engine.progress import ProgressBoard
+from builder_ui.engine.queue import JobQueue, recover_orphans
+from builder_ui.engine.slots import detect_slots, slot_environment
+from builder_ui.engine.store import RunStore, this_process
 
 pytestmark = pytest.mark.slow
 

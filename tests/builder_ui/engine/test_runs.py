@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from builder_ui.runs import (
+from builder_ui.engine.store import (
     DB_NAME,
     SCHEMA_VERSION,
     RunNotFoundError,

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from builder_ui import lab
+from builder_ui.engine.store import RunStore
 from builder_ui.lab import cli as lab_cli
-from builder_ui.lab import report
+from builder_ui.lab import report, suite
 from builder_ui.lab.common import AGREES, ExperimentResult, table
-from builder_ui.runs import RunStore
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -292,7 +292,7 @@ def test_ctrl_c_exits_130_and_keeps_what_finished(tmp_path, monkeypatch, capsys)
             raise KeyboardInterrupt
         return fake_result(number)
 
-    monkeypatch.setattr(lab, "run_experiment", run_experiment)
+    monkeypatch.setattr(suite, "run_experiment", run_experiment)
     cli_parser = parser()
     out = tmp_path / "report"
     args = cli_parser.parse_args(["--only", "1,2", "--out", str(out), "--runs", str(tmp_path)])
@@ -308,7 +308,7 @@ def test_a_failing_experiment_is_reported_and_the_others_still_run(tmp_path, mon
             raise RuntimeError("boom")
         return fake_result(number)
 
-    monkeypatch.setattr(lab, "run_experiment", run_experiment)
+    monkeypatch.setattr(suite, "run_experiment", run_experiment)
     cli_parser = parser()
     out = tmp_path / "report"
     args = cli_parser.parse_args(["--only", "1,3", "--out", str(out), "--runs", str(tmp_path)])

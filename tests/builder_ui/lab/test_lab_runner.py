@@ -7,8 +7,8 @@ tab) and its figure is found for the page.
 
 import pytest
 
-from builder_ui.lab_runner import LabRunner
-from builder_ui.runs import RunStore
+from builder_ui.engine.store import RunStore
+from builder_ui.lab.runner import LabRunner
 
 
 def test_command_runs_one_quick_experiment_into_the_apps_store(tmp_path):

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from builder_ui.compare import compare, differing_fields, flatten, plot_curves, to_csv
-from builder_ui.runs import RunStore
+from builder_ui.engine.store import RunStore
+from builder_ui.results.compare import compare, differing_fields, flatten, plot_curves, to_csv
 
 
 def _spec(units, learning_rate, name="cmp", lag=6):

@@ -13,8 +13,9 @@ import keras
 import numpy as np
 import pytest
 
-from builder_ui import engine, export, registry
-from builder_ui.runs import RunStore
+from builder_ui import builders, engine
+from builder_ui.engine.store import RunStore
+from builder_ui.results import export
 
 pytestmark = pytest.mark.slow
 
@@ -179,8 +180,8 @@ def test_savedmodels_serve_with_tensorflow_alone(runs, tmp_path):
     translator = records["export-seq2seq"]
     classifier_dir = export.export(store, classifier.id, "savedmodel")
     translator_dir = export.export(store, translator.id, "savedmodel")
-    prepared_classifier = registry.prepare(classifier.spec)
-    prepared_translator = registry.prepare(translator.spec)
+    prepared_classifier = builders.prepare(classifier.spec)
+    prepared_translator = builders.prepare(translator.spec)
     x = prepared_classifier.x_val[:8].astype("int32")
     source = prepared_translator.task.x_val[:8].astype("int32")
     np.save(tmp_path / "x.npy", x)

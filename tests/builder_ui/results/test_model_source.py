@@ -11,7 +11,7 @@ import textwrap
 import keras
 import pytest
 
-from builder_ui.model_source import SourceError, model_source
+from builder_ui.results.model_source import SourceError, model_source
 
 
 def rebuilt_in_fresh_process(sources, directory):

@@ -8,8 +8,9 @@ import itertools
 import pytest
 import yaml
 
-from builder_ui.spec import SpecError, load_spec
-from builder_ui.sweeps import expand, grid_size, sweep_id, trials
+from builder_ui.builders import load_spec
+from builder_ui.builders.sweeps import expand, grid_size, sweep_id, trials
+from builder_ui.specs import SpecError
 
 BASE = {
     "version": 1,

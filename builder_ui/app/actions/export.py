@@ -1,0 +1,80 @@
+"""Export tab actions: a finished run as a `.keras` file, a SavedModel zip or Python code.
+
+No Gradio here.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder_ui.app.context import AppContext, AppError
+from builder_ui.results import export
+
+EXPORT_FORMATS = {
+    "savedmodel": "TensorFlow SavedModel (zip)",
+    "keras": "Keras file (.keras)",
+    "python": "Python code (.py)",
+}
+
+
+@dataclass
+class Exported:
+    """A download: the file and a snippet that loads or runs it."""
+
+    path: Path
+    snippet: str
+
+
+def _snippet(fmt: str, name: str, record) -> str:
+    if fmt == "keras":
+        return (
+            "import keras\n"
+            "import keras_seq  # registers keras_seq's layers and models\n\n"
+            f'model = keras.saving.load_model("{name}", safe_mode=True)\n'
+            "model.summary()\n"
+        )
+    if fmt == "savedmodel":
+        folder = name.removesuffix(".zip")
+        serve = (
+            "target_ids = reloaded.serve(source_ids)  # int ids (batch, time) -> greedy target ids"
+            if record.spec.get("model", {}).get("type") == "seq2seq"
+            else "outputs = reloaded.serve(inputs)  # a batch shaped like the training inputs"
+        )
+        return (
+            "import zipfile\n\nimport tensorflow as tf  # TensorFlow alone: no keras_seq needed\n\n"
+            f'zipfile.ZipFile("{name}").extractall("{folder}")\n'
+            f'reloaded = tf.saved_model.load("{folder}/savedmodel")\n'
+            f"{serve}\n"
+        )
+    module = name.removesuffix(".py").replace("-", "_")
+    return (
+        f"# Save the file as {module}.py, then:\n"
+        f"from {module} import build_model\n\n"
+        "model = build_model()  # the same architecture, fresh weights\n"
+        "model.summary()\n"
+    )
+
+
+def export_run(ctx: AppContext, run_id: str, fmt: str) -> Exported:
+    """Export a finished run (`builder_ui.results.export`) and copy it to a download."""
+
+    if fmt not in EXPORT_FORMATS:
+        raise AppError(f"Format: expected one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}.")
+    record = ctx.record(run_id)
+    try:
+        path = export.export(ctx.store, run_id, fmt)
+    except export.ExportError as error:
+        raise AppError(str(error)) from None
+    safe_id = run_id.replace("-", "_")
+    if fmt == "savedmodel":
+        source = path.parent / export.SAVEDMODEL_ZIP
+        name = f"{run_id}-savedmodel.zip"
+    elif fmt == "keras":
+        source, name = path, f"{run_id}.keras"
+    else:
+        source, name = path, f"model_{safe_id}.py"
+    target = ctx.download_path(name)
+    shutil.copyfile(source, target)
+    return Exported(target, _snippet(fmt, name, record))

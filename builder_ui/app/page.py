@@ -1,0 +1,161 @@
+"""The Gradio model builder: Build → Train → Compare → Inspect → Export, over the engine.
+
+    keras-seq ui [--host 127.0.0.1] [--port 7860] [--runs DIR] [--auth USER:PASS]
+
+One page, one tab per step (each laid out in its `builder_ui/app/tabs/`
+module, wired to the others here); every event calls `builder_ui.app.actions`,
+which holds all that the app does, and has an explicit `api_name`, so
+`gradio_client` can drive the app as a person would. The run store and the
+training queue are shared by every browser session; the spec being edited
+belongs to each session.
+
+Serving: loopback unless the CLI was given `--auth`; never a share link;
+uploads limited to `uploads.MAX_UPLOAD_BYTES`; no `allowed_paths`, so the
+server sends only what the app itself returns (downloads are copied into a
+temporary directory first). Keras and TensorFlow are imported when first
+needed (building, training), so the page is up in seconds.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import gradio as gr
+
+from builder_ui.app import actions, uploads
+from builder_ui.app.tabs.about import about_tab
+from builder_ui.app.tabs.build import build_tab
+from builder_ui.app.tabs.compare import compare_tab
+from builder_ui.app.tabs.export import export_tab
+from builder_ui.app.tabs.inspect import inspect_tab
+from builder_ui.app.tabs.lab import lab_tab
+from builder_ui.app.tabs.train import train_tab
+from builder_ui.engine.slots import keep_gpus_for_training
+
+TITLE = "keras_seq builder"
+MAX_FILE_SIZE = uploads.MAX_UPLOAD_BYTES
+# Events run at once, across sessions (the queue trains one run per device anyway).
+CONCURRENCY = 4
+
+CSS = """
+.ks-error p { color: #b91c1c; margin: 0; font-size: 0.9em; }
+#spec-errors p, #spec-errors li { font-size: 0.95em; }
+"""
+
+
+def build_app(runs_dir: str | Path, *, slots: list[str] | None = None) -> gr.Blocks:
+    """Build the app over the run store in `runs_dir` (made if missing).
+
+    Args:
+        runs_dir: The run store's directory.
+        slots: Device slots of the training queue (default: one per GPU, or the CPU).
+
+    Returns:
+        The `gr.Blocks`; its `keras_seq_context` attribute is the `actions.AppContext`
+        (close it after the server stops).
+    """
+    ctx = actions.AppContext(runs_dir, slots=slots)
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as app:
+        gr.Markdown(f"# {TITLE}", elem_id="title")
+        gr.Markdown(
+            f"Runs are kept in `{ctx.runs_dir}` (SQLite, shared with `keras-seq runs`).",
+            elem_id="runs-dir",
+        )
+        with gr.Tabs(elem_id="tabs"):
+            with gr.Tab("Build", id="build", elem_id="tab-build"):
+                build = build_tab(ctx, app)
+            with gr.Tab("Train", id="train", elem_id="tab-train"):
+                train = train_tab(ctx, build.code)
+            with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare:
+                compare_tab(ctx, train.store_version, compare)
+            with gr.Tab("Inspect", id="inspect", elem_id="tab-inspect") as inspect:
+                inspect_tab(ctx, inspect)
+            with gr.Tab("Export", id="export", elem_id="tab-export") as export:
+                export_tab(ctx, export)
+            with gr.Tab("Lab", id="lab", elem_id="tab-lab") as lab:
+                lab_tab(ctx, lab)
+            with gr.Tab("About", id="about", elem_id="tab-about") as about:
+                about_tab(about)
+    app.queue(default_concurrency_limit=CONCURRENCY)
+    app.keras_seq_context = ctx
+    return app
+
+
+def start(
+    runs_dir: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    auth: tuple[str, str] | None = None,
+    slots: list[str] | None = None,
+) -> tuple[gr.Blocks, str]:
+    """Build the app and serve it in a background thread; returns `(app, local URL)`.
+
+    Stop it with `stop(app)`. The GPUs are left to the training processes
+    (`keep_gpus_for_training`): summaries and inspections run on the CPU.
+    """
+    keep_gpus_for_training()
+    app = build_app(runs_dir, slots=slots)
+    _, local_url, _ = app.launch(
+        server_name=host,
+        server_port=port,
+        share=False,
+        auth=auth,
+        show_error=True,
+        max_file_size=MAX_FILE_SIZE,
+        ssr_mode=False,
+        mcp_server=False,
+        enable_monitoring=False,
+        run_history=False,
+        quiet=True,
+        prevent_thread_lock=True,
+        css=CSS,
+    )
+    # Load Keras now, in the background: the training processes for the first run, this
+    # process for the first model summary.
+    app.keras_seq_context.jobs.warm_up()
+    threading.Thread(target=_load_keras, name="keras-seq-warm-up", daemon=True).start()
+    return app, local_url
+
+
+def _load_keras() -> None:
+    import keras_seq  # noqa: F401 - imports Keras and the backend
+
+
+def stop(app: gr.Blocks) -> None:
+    """Close the server, cancel the queued runs and stop the one training."""
+    try:
+        app.close()
+    finally:
+        ctx = getattr(app, "keras_seq_context", None)
+        if ctx is not None:
+            ctx.close()
+
+
+def launch(host: str, port: int, runs_dir: str | Path, auth: tuple[str, str] | None = None) -> None:
+    """Serve the app on `host:port` (never through a public share link); block until stopped.
+
+    Ctrl+C or SIGTERM (also while starting) closes the server, cancels the
+    queued runs, stops the one training, and returns.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+    app = None
+    try:
+        app, local_url = start(runs_dir, host=host, port=port, auth=auth)
+        print(f"{TITLE} running on {local_url} (Ctrl+C to stop)", flush=True)
+        app.block_thread()  # returns on KeyboardInterrupt, after closing the server
+    except KeyboardInterrupt:
+        if app is not None:
+            app.close()
+    finally:
+        ctx = getattr(app, "keras_seq_context", None)
+        if ctx is not None:
+            ctx.close()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """Turn SIGTERM into KeyboardInterrupt so that the server shuts down cleanly."""
+    raise KeyboardInterrupt

@@ -1,0 +1,435 @@
+"""The Build tab: task, preset, a form and the YAML spec side by side, checks, model summary.
+
+The spec being edited is YAML text, kept for each session on the server
+(`gr.State`) and shown in the editor. The form beside it is drawn from that
+text (`gr.render`), and drawn again when its fields change (another preset,
+task or model type, a block switched on or off) or when the editor loses the
+focus after an edit. Every form edit goes through `actions.apply_field`,
+which rewrites the YAML and checks it; every editor keystroke is checked too.
+Problems are listed under the editor, each with its field path, and shown
+again under the field they concern. Edits of one session are applied one at
+a time, in order, so quick typing in several fields loses nothing.
+
+Layout and wiring only: everything the tab does is in `builder_ui.app.actions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from builder_ui.app import actions, uploads
+from builder_ui.app.forms import NULL, FormField
+from builder_ui.builders import presets
+from builder_ui.results import model_view
+from builder_ui.specs import SpecError
+
+SECTION_TITLES = {"run": "Run", "task": "Task", "model": "Model", "train": "Training"}
+FIELDS_PER_ROW = 3
+
+
+@dataclass
+class BuildTab:
+    """The components other tabs use."""
+
+    code: gr.Code
+    errors: gr.Markdown
+    form_key: gr.State
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return NULL
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value
+
+
+def _field_component(field: FormField) -> gr.components.Component:
+    common = {
+        "label": field.label,
+        "elem_id": field.elem_id,
+        "info": field.description() or None,
+        "interactive": True,
+    }
+    if field.kind in ("int", "float") and not field.optional:
+        return gr.Number(value=_number(field.value), **common)
+    if field.kind in ("int", "float"):  # a Number cannot show null: a textbox, empty for null
+        return gr.Textbox(
+            value="" if field.value is None else str(field.value), placeholder=NULL, **common
+        )
+    if field.kind in ("bool", "toggle"):
+        return gr.Checkbox(value=bool(field.value), **common)
+    if field.kind == "choice":
+        choices = [_shown(choice) for choice in field.choices]
+        return gr.Dropdown(
+            choices=choices, value=_shown(field.value), allow_custom_value=True, **common
+        )
+    return gr.Textbox(value="" if field.value is None else str(field.value), **common)
+
+
+def _types(text: str) -> tuple[Any, Any]:
+    task_type, model_type = actions.section_types(text)
+    return (
+        gr.update(value=task_type) if task_type else gr.skip(),
+        gr.update(value=model_type) if model_type else gr.skip(),
+    )
+
+
+def _type_errors(result: actions.Check) -> tuple[str, str]:
+    errors = result.errors_by_field()
+    return (
+        f"⚠ {errors['task.type']}" if "task.type" in errors else "",
+        f"⚠ {errors['model.type']}" if "model.type" in errors else "",
+    )
+
+
+def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
+    """Lay out the Build tab and wire its events."""
+    initial = actions.preset_text(presets.DEFAULT_PRESET)
+    initial_check = actions.check(initial)
+    initial_task, initial_model = actions.section_types(initial)
+    form_key = gr.State(0)
+    spec = gr.State(initial)
+    upload_task = gr.State(None)
+
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            with gr.Row():
+                preset = gr.Dropdown(
+                    choices=actions.presets_list(),
+                    value=presets.DEFAULT_PRESET,
+                    label="Preset: a stage of the arc (or a plugin's model)",
+                    elem_id="preset",
+                    scale=2,
+                )
+                task_type = gr.Dropdown(
+                    choices=actions.task_types(),
+                    value=initial_task,
+                    label="Task",
+                    elem_id="task-type",
+                )
+                model_type = gr.Dropdown(
+                    choices=actions.model_types(),
+                    value=initial_model,
+                    label="Model type",
+                    elem_id="model-type",
+                )
+            preset_info = gr.Markdown(
+                actions.preset_description(presets.DEFAULT_PRESET), elem_id="preset-info"
+            )
+            with gr.Row():
+                task_error = gr.Markdown(
+                    _type_errors(initial_check)[0],
+                    elem_id="error-task-type",
+                    elem_classes="ks-error",
+                )
+                model_error = gr.Markdown(
+                    _type_errors(initial_check)[1],
+                    elem_id="error-model-type",
+                    elem_classes="ks-error",
+                )
+            with gr.Accordion("Use your own data file", open=False, elem_id="upload-panel"):
+                upload_kind = gr.Radio(
+                    choices=[(label, key) for key, label in uploads.KINDS.items()],
+                    value="labelled_sequences",
+                    label="What the file holds",
+                    elem_id="upload-kind",
+                )
+                upload_file = gr.File(
+                    label=f"CSV, TSV or text file, UTF-8, at most "
+                    f"{uploads.MAX_UPLOAD_BYTES // 2**20} MB",
+                    file_types=list(uploads.SUFFIXES),
+                    type="filepath",
+                    elem_id="upload-file",
+                )
+                upload_status = gr.Markdown(elem_id="upload-status")
+                upload_preview = gr.Dataframe(
+                    label="Preview (first rows)",
+                    interactive=False,
+                    visible=False,
+                    elem_id="upload-preview",
+                    wrap=True,
+                )
+                use_upload = gr.Button(
+                    "Use this file as the task", elem_id="use-upload", interactive=False
+                )
+            form_area = gr.Column(elem_id="spec-form")
+        with gr.Column(scale=2):
+            code = gr.Code(
+                value=initial,
+                language="yaml",
+                label="Spec (YAML): edit here or in the form",
+                interactive=True,
+                lines=24,
+                elem_id="spec-yaml",
+            )
+            errors = gr.Markdown(
+                actions.problems_markdown(initial_check.problems), elem_id="spec-errors"
+            )
+    with gr.Row():
+        summarize = gr.Button(
+            "Build the model: summary and layer graph", elem_id="summarize-button"
+        )
+    summary_headline = gr.Markdown(elem_id="summary-headline")
+    with gr.Row(equal_height=False):
+        summary_table = gr.Dataframe(
+            headers=list(model_view.TABLE_HEADERS),
+            label="Layers",
+            interactive=False,
+            elem_id="summary-table",
+            wrap=True,
+            scale=3,
+        )
+        diagram = gr.HTML(elem_id="model-diagram", min_height=100)
+
+    # Hidden controls that give the form an API endpoint (`/set_field`) for scripts.
+    with gr.Row(visible=False):
+        api_path = gr.Textbox(label="field path", elem_id="api-field-path")
+        api_value = gr.Textbox(label="field value", elem_id="api-field-value")
+        api_set = gr.Button("set field", elem_id="api-set-field")
+
+    # The spec being edited, kept on the server for this session: events that change it
+    # read it when they run (not when they were sent), one at a time, so fast edits in
+    # several fields never overwrite one another.
+    spec_outputs = [spec, code, errors, task_error, model_error]
+    serial = {"concurrency_id": "spec_edit", "concurrency_limit": 1}
+
+    def spec_updates(text: str, result: actions.Check) -> list[Any]:
+        return [text, text, actions.problems_markdown(result.problems), *_type_errors(result)]
+
+    def refused(error: Exception, extra: int) -> list[Any]:
+        return [gr.skip(), gr.skip(), f"✗ {error}", gr.skip(), gr.skip()] + [gr.skip()] * extra
+
+    # -- the form -------------------------------------------------------------------------
+
+    with form_area:
+
+        @gr.render(inputs=[spec], triggers=[form_key.change, root.load])
+        def draw_form(text: str) -> None:
+            result = actions.check(text)
+            fields = actions.fields(text)
+            field_errors = result.errors_by_field()
+            if not fields:
+                gr.Markdown(
+                    "_Fix the YAML (see the problems beside it) to edit the spec in a form._",
+                    elem_id="form-unavailable",
+                )
+                return
+            components, error_boxes = [], []
+            for section in SECTION_TITLES:
+                in_section = [f for f in fields if f.section == section]
+                if not in_section:
+                    continue
+                gr.Markdown(f"#### {SECTION_TITLES[section]}")
+                for start in range(0, len(in_section), FIELDS_PER_ROW):
+                    with gr.Row(equal_height=False):
+                        for field in in_section[start : start + FIELDS_PER_ROW]:
+                            with gr.Column(min_width=180):
+                                components.append((field, _field_component(field)))
+                                error_boxes.append(
+                                    gr.Markdown(
+                                        _error_line(field_errors.get(field.path)),
+                                        elem_id=f"error-{field.elem_id.removeprefix('field-')}",
+                                        elem_classes="ks-error",
+                                    )
+                                )
+            paths = [field.path for field, _ in components]
+
+            for field, component in components:
+
+                def on_edit(text: str, value: Any, key: int, _path: str = field.path) -> list:
+                    try:
+                        new_text, checked, redraw = actions.apply_field(text, _path, value)
+                    except actions.AppError as error:
+                        return refused(error, 1 + len(paths))
+                    by_field = checked.errors_by_field()
+                    return [
+                        *spec_updates(new_text, checked),
+                        key + 1 if redraw else key,
+                        *[_error_line(by_field.get(path)) for path in paths],
+                    ]
+
+                component.input(
+                    on_edit,
+                    inputs=[spec, component, form_key],
+                    outputs=[*spec_outputs, form_key, *error_boxes],
+                    api_name=f"form_{field.elem_id.removeprefix('field-').replace('-', '_')}",
+                    show_progress="hidden",
+                    trigger_mode="always_last",
+                    **serial,
+                )
+
+    # -- spec text, presets, types ----------------------------------------------------------
+
+    def on_code_input(text: str) -> list:
+        result = actions.check(text)
+        return [text, actions.problems_markdown(result.problems), *_type_errors(result)]
+
+    code.input(
+        on_code_input,
+        inputs=[code],
+        outputs=[spec, errors, task_error, model_error],
+        api_name="check_spec",
+        show_progress="hidden",
+        trigger_mode="always_last",
+        **serial,
+    )
+
+    def on_code_blur(text: str, key: int) -> list:
+        return [key + 1, *_types(text)]
+
+    code.blur(
+        on_code_blur,
+        inputs=[spec, form_key],
+        outputs=[form_key, task_type, model_type],
+        api_name="sync_form",
+        show_progress="hidden",
+        **serial,
+    )
+
+    def on_preset(key: str, form: int) -> list:
+        try:
+            text = actions.preset_text(key)
+        except actions.AppError as error:
+            return refused(error, 4)
+        return [
+            *spec_updates(text, actions.check(text)),
+            form + 1,
+            actions.preset_description(key),
+            *_types(text),
+        ]
+
+    preset.input(
+        on_preset,
+        inputs=[preset, form_key],
+        outputs=[*spec_outputs, form_key, preset_info, task_type, model_type],
+        api_name="load_preset",
+        **serial,
+    )
+
+    def on_type(section: str):
+        def change(text: str, type_name: str, form: int) -> list:
+            try:
+                new_text, result = actions.apply_type(text, section, type_name)
+            except actions.AppError as error:
+                return refused(error, 1)
+            return [*spec_updates(new_text, result), form + 1]
+
+        return change
+
+    task_type.input(
+        on_type("task"),
+        inputs=[spec, task_type, form_key],
+        outputs=[*spec_outputs, form_key],
+        api_name="set_task_type",
+        **serial,
+    )
+    model_type.input(
+        on_type("model"),
+        inputs=[spec, model_type, form_key],
+        outputs=[*spec_outputs, form_key],
+        api_name="set_model_type",
+        **serial,
+    )
+
+    def on_api_set(text: str, path: str, value: str, form: int) -> list:
+        try:
+            new_text, result, _ = actions.apply_field(text, path, value)
+        except actions.AppError as error:
+            return refused(error, 1)
+        return [*spec_updates(new_text, result), form + 1]
+
+    # For scripts: the spec text is given, so that a client can hold it between calls.
+    api_set.click(
+        on_api_set,
+        inputs=[code, api_path, api_value, form_key],
+        outputs=[*spec_outputs, form_key],
+        api_name="set_field",
+        **serial,
+    )
+
+    # -- uploads ----------------------------------------------------------------------------
+
+    def on_upload(path: str | None, kind: str) -> list:
+        if not path:
+            return ["", gr.update(visible=False, value=None), gr.update(interactive=False), None]
+        checked = actions.upload(ctx, path, kind)
+        if not checked.ok:
+            return [
+                f"✗ {checked.message}",
+                gr.update(visible=False, value=None),
+                gr.update(interactive=False),
+                None,
+            ]
+        preview = {"headers": checked.headers, "data": checked.rows}
+        return [
+            f"✓ {checked.message}",
+            gr.update(visible=True, value=preview),
+            gr.update(interactive=True),
+            checked.task,
+        ]
+
+    upload_outputs = [upload_status, upload_preview, use_upload, upload_task]
+    upload_file.upload(
+        on_upload, inputs=[upload_file, upload_kind], outputs=upload_outputs, api_name="upload"
+    )
+    upload_kind.input(
+        on_upload,
+        inputs=[upload_file, upload_kind],
+        outputs=upload_outputs,
+        api_name="upload_kind",
+    )
+    upload_file.clear(
+        lambda: ["", gr.update(visible=False, value=None), gr.update(interactive=False), None],
+        outputs=upload_outputs,
+        api_name="clear_upload",
+    )
+
+    def on_use_upload(text: str, task: dict | None, form: int) -> list:
+        try:
+            if not task:
+                raise actions.AppError("Upload a file first.")
+            new_text, result = actions.apply_task(text, task)
+        except actions.AppError as error:
+            return refused(error, 2)
+        return [*spec_updates(new_text, result), form + 1, gr.update(value=task["type"])]
+
+    use_upload.click(
+        on_use_upload,
+        inputs=[spec, upload_task, form_key],
+        outputs=[*spec_outputs, form_key, task_type],
+        api_name="use_upload",
+        **serial,
+    )
+
+    # -- summary ----------------------------------------------------------------------------
+
+    def on_summarize(text: str) -> list:
+        try:
+            summary = actions.summarize(text)
+        except SpecError as error:
+            lines = actions.problems_markdown(error.problems)
+            return [f"**The model cannot be built yet.**\n\n{lines}", gr.skip(), gr.skip()]
+        table = {"headers": summary.headers, "data": summary.rows}
+        return [summary.headline, table, summary.diagram]
+
+    summarize.click(
+        on_summarize,
+        inputs=[code],
+        outputs=[summary_headline, summary_table, diagram],
+        api_name="summarize",
+    )
+    return BuildTab(code, errors, form_key)
+
+
+def _error_line(message: str | None) -> str:
+    return f"⚠ {message}" if message else ""

@@ -1,0 +1,59 @@
+"""A sweep's trials as validated specs: the sweep space (`builder_ui.specs.sweep`) checked here.
+
+`trials(spec)` validates each trial's document like any spec and checks its
+model against its task's kinds; the combinations that fail are all reported
+with their values in one `SpecError`. `expand(spec)` gives just the specs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from builder_ui.builders.validation import check_kinds, validate_spec
+from builder_ui.specs import ExperimentSpec, SpecError, shown
+from builder_ui.specs.sweep import grid_size, sweep_id, trial_documents
+
+__all__ = ["Trial", "expand", "grid_size", "sweep_id", "trials"]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One combination of a sweep: its index, the values it sets and its spec."""
+
+    index: int
+    values: dict[str, Any]
+    spec: ExperimentSpec
+
+
+def trials(spec: ExperimentSpec) -> list[Trial]:
+    """Expand a spec's sweep into its trials, each validated; see the module docstring.
+
+    A spec without a sweep gives one trial, the spec itself.
+
+    Raises:
+        SpecError: listing every invalid trial with its values.
+    """
+    if spec.sweep is None:
+        return [Trial(0, {}, spec)]
+    results, problems = [], []
+    for document in trial_documents(spec):
+        label = ", ".join(f"{key}={shown(value)}" for key, value in document.values.items())
+        try:
+            trial = validate_spec(document.data)
+            check_kinds(trial)
+        except SpecError as error:
+            problems.extend(
+                (path, f"{message} (trial {document.index}: {label})")
+                for path, message in error.problems
+            )
+            continue
+        results.append(Trial(document.index, document.values, trial))
+    if problems:
+        raise SpecError(problems)
+    return results
+
+
+def expand(spec: ExperimentSpec) -> list[ExperimentSpec]:
+    """The specs of a sweep's trials, named `"{name}-{i}"`, each validated."""
+    return [trial.spec for trial in trials(spec)]

@@ -1,0 +1,181 @@
+"""Which device a run trains on, in which precision, with which distribution.
+
+- `detect()` asks the current Keras backend for GPUs (TensorFlow:
+  `tf.config.list_physical_devices`, JAX: `jax.devices()`, PyTorch:
+  `torch.cuda`) and names the first, or reports the CPU.
+- `resolve_precision("auto", device)` is `"mixed_float16"` on a GPU (float16
+  compute, float32 variables, loss scaling; Micikevicius et al. 2018) and
+  `"float32"` on the CPU, where float16 is slow; `dtype_policy()` sets a
+  policy for the length of a run and restores the previous one after.
+- `distribution_strategy("mirrored")` is a `tf.distribute.MirroredStrategy`
+  over every local GPU, or over every logical CPU when there is no GPU: each
+  replica takes a slice of the batch and the gradients are summed across
+  replicas before each update (synchronous data parallelism). TensorFlow
+  backend only.
+- `seed_everything(seed)` seeds Python, NumPy and the backend, so a CPU run
+  with the same spec gives the same history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+DISTRIBUTIONS = (None, "mirrored")
+
+
+class DeviceError(ValueError):
+    """A device setting the current backend or machine cannot honour.
+
+    Attributes:
+        field: The spec field at fault, e.g. `"train.distribution"`.
+        message: What is wrong with it.
+    """
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The accelerator a run uses.
+
+    Attributes:
+        backend: The Keras backend ("tensorflow", "jax", "torch").
+        kind: "GPU" or "CPU".
+        name: The GPU's name (e.g. "NVIDIA H200"), or "CPU".
+        count: Number of GPUs the backend sees (0 on the CPU).
+    """
+
+    backend: str
+    kind: str
+    name: str
+    count: int = 0
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind == "GPU"
+
+
+def current_backend() -> str:
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    return keras.backend.backend()
+
+
+def detect(backend: str | None = None) -> DeviceInfo:
+    """The device the current backend trains on: its first GPU, or the CPU."""
+    backend = backend or current_backend()
+    if backend == "tensorflow":
+        # Only the backend in use is imported.
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        if gpus:
+            details = tf.config.experimental.get_device_details(gpus[0])
+            return DeviceInfo(backend, "GPU", details.get("device_name") or "GPU", len(gpus))
+    elif backend == "jax":
+        # Only the backend in use is imported.
+        import jax
+
+        gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
+        if gpus:
+            return DeviceInfo(backend, "GPU", gpus[0].device_kind or "GPU", len(gpus))
+    elif backend == "torch":
+        # Only the backend in use is imported.
+        import torch
+
+        if torch.cuda.is_available():
+            return DeviceInfo(
+                backend, "GPU", torch.cuda.get_device_name(0), torch.cuda.device_count()
+            )
+    return DeviceInfo(backend, "CPU", "CPU", 0)
+
+
+def resolve_precision(mode: str | None, device: DeviceInfo) -> str:
+    """The Keras dtype policy name for `mode`: "auto" is mixed_float16 on GPU, float32 on CPU."""
+    mode = mode or "auto"
+    if mode not in PRECISIONS:
+        raise DeviceError(
+            "train.mixed_precision", f"expected one of {list(PRECISIONS)}, got {mode!r}"
+        )
+    if mode == "auto":
+        return "mixed_float16" if device.is_gpu else "float32"
+    return mode
+
+
+@contextlib.contextmanager
+def dtype_policy(name: str) -> Iterator[None]:
+    """Set the global Keras dtype policy to `name`, and restore the previous one on exit."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    previous = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_dtype_policy(previous)
+
+
+def check_distribution(distribution: str | None, backend: str | None = None) -> None:
+    """Raise a `DeviceError` naming `train.distribution` if it cannot run on this backend."""
+    if distribution not in DISTRIBUTIONS:
+        raise DeviceError(
+            "train.distribution", f"expected one of {list(DISTRIBUTIONS)}, got {distribution!r}"
+        )
+    backend = backend or current_backend()
+    if distribution == "mirrored" and backend != "tensorflow":
+        raise DeviceError(
+            "train.distribution",
+            "'mirrored' uses tf.distribute.MirroredStrategy and needs the TensorFlow backend, "
+            f"but the Keras backend is {backend!r}; set KERAS_BACKEND=tensorflow or remove "
+            "`distribution`",
+        )
+
+
+def mirrored_devices() -> list[str]:
+    """Every local GPU, or every logical CPU when there is none (TensorFlow names)."""
+    # Only the backend in use is imported.
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    devices = gpus or tf.config.list_logical_devices("CPU")
+    return [device.name for device in devices]
+
+
+def distribution_strategy(distribution: str | None, backend: str | None = None) -> Any:
+    """The `tf.distribute.Strategy` for `distribution`, or None to train on one device."""
+    check_distribution(distribution, backend)
+    if distribution is None:
+        return None
+    # Only the backend in use is imported.
+    import tensorflow as tf
+
+    return tf.distribute.MirroredStrategy(devices=mirrored_devices())
+
+
+def strategy_scope(strategy: Any) -> contextlib.AbstractContextManager:
+    """`strategy.scope()`, or a scope that does nothing when `strategy` is None."""
+    return strategy.scope() if strategy is not None else contextlib.nullcontext()
+
+
+def describe(device: DeviceInfo, strategy: Any = None) -> str:
+    """The device as recorded on a run: "NVIDIA H200", "CPU", or "CPU x2 (mirrored)"."""
+    if strategy is None:
+        return device.name
+    return f"{device.name} x{strategy.num_replicas_in_sync} (mirrored)"
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's `random`, NumPy and the backend (`keras.utils.set_random_seed`)."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    keras.utils.set_random_seed(int(seed))

@@ -1,0 +1,346 @@
+"""Sweep executors: run every trial of a spec's `sweep:` into one run store.
+
+    spec ─▶ sweeps.trials (every combination validated)
+         ─▶ prepare each trial (data and compatibility checks; still nothing written)
+         ─▶ one `queued` run per trial, all with the same sweep id
+         ─▶ executor: `local` (one after another, in this process)
+                      `ray`   (one Ray task per trial, in parallel, each in its own process)
+
+Every trial is checked before the first run is created, so a sweep with one
+bad combination writes nothing and names the combination (`SpecError`).
+
+The `ray` executor makes each trial a Ray task that asks for one GPU when the
+cluster has GPUs, else one CPU. The task opens the same store directory
+(SQLite in WAL mode takes writers from several processes) and calls
+`builder_ui.engine.run` on its queued run, so a worker's epochs appear in the
+store as they end, as with the local executor. `address=` joins an existing
+cluster (`ray.init(address=...)`); otherwise a Ray instance already started in
+this process is used, or a local one is started (and stopped at the end). Ray
+is an optional dependency: `pip install keras-seq[ray]`.
+
+On a cluster of several machines the store directory must be on a file system
+that every node mounts at the same path, and SQLite's locking must work there
+(a local disk of one machine, or a network file system with POSIX locks).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder_ui.builders import load_spec, prepare, sweeps
+from builder_ui.engine import devices, train
+from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.specs import SpecError, shown
+
+EXECUTORS = ("local", "ray")
+RAY_INSTALL_HINT = "pip install keras-seq[ray]"
+
+# Environment variables handed to Ray workers, so they train like the driver would.
+_WORKER_ENV = ("KERAS_BACKEND", "TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS")
+
+
+class ExecutorError(RuntimeError):
+    """An executor that cannot run here (Ray missing, cluster unreachable)."""
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What a sweep did: its id and the final record of each trial's run, in trial order.
+
+    Attributes:
+        sweep_id: The id shared by the runs (`RunStore.list_runs(sweep_id=...)`).
+        records: One `RunRecord` per trial.
+    """
+
+    sweep_id: str
+    records: tuple[RunRecord, ...]
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [record.id for record in self.records]
+
+    @property
+    def all_done(self) -> bool:
+        """Whether every trial's run ended `done`."""
+        return all(record.status == "done" for record in self.records)
+
+
+def check_trial(spec: Any) -> None:
+    """Everything `engine.run` checks before it writes, for one trial; raises `SpecError`.
+
+    The spec's fields, the model against the task (`registry.prepare`, which
+    makes the data), the distribution against the backend and TensorBoard's
+    presence.
+    """
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    try:
+        devices.check_distribution(spec.train.distribution, keras.backend.backend())
+    except devices.DeviceError as error:
+        raise SpecError(str(error), path="train.distribution") from None
+    if spec.train.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        raise SpecError(
+            "true needs the `tensorboard` package, which is not installed "
+            "(pip install tensorboard), or set it to false",
+            path="train.tensorboard",
+        )
+    prepare(spec)
+
+
+def plan_sweep(spec: Any) -> list[Any]:
+    """The trials' specs of `spec`, each checked as `engine.run` would check it.
+
+    Args:
+        spec: An `ExperimentSpec` or anything `load_spec` reads. A spec
+            without `sweep:` gives one trial, itself.
+
+    Returns:
+        The `ExperimentSpec` of each trial, named `"{name}-{i}"`.
+
+    Raises:
+        SpecError: Every invalid trial, each problem labelled with the trial's
+            values (`(trial 2: model.encoder.cell='gru')`).
+    """
+
+    spec = load_spec(spec)
+    trials = sweeps.trials(spec)
+    problems: list[tuple[str, str]] = []
+    for trial in trials:
+        try:
+            check_trial(trial.spec)
+        except SpecError as error:
+            if not trial.values:
+                raise
+            label = ", ".join(f"{key}={shown(value)}" for key, value in trial.values.items())
+            problems += [
+                (path, f"{message} (trial {trial.index}: {label})")
+                for path, message in error.problems
+            ]
+    if problems:
+        raise SpecError(problems)
+    return [trial.spec for trial in trials]
+
+
+def run_sweep(
+    spec: Any,
+    *,
+    store: RunStore,
+    executor: str = "local",
+    address: str | None = None,
+    callbacks: Sequence[Any] = (),
+    num_cpus: int | None = None,
+    sweep_id: str | None = None,
+    cancel: Any = None,
+) -> SweepResult:
+    """Run every trial of a spec's sweep into `store`; see the module docstring.
+
+    Args:
+        spec: An `ExperimentSpec` with a `sweep:` section, or anything
+            `load_spec` reads (a spec without one runs as a single trial).
+        store: The `RunStore`. With `ray`, its directory must be reachable
+            from every worker at the same path.
+        executor: `"local"` (default): trials one after another in this
+            process; `"ray"`: one Ray task per trial.
+        address: `ray` only: the address of a running Ray cluster to join
+            (`"auto"`, `"ray://host:10001"`, `"host:6379"`).
+        callbacks: Progress callbacks (`builder_ui.engine.progress.ProgressCallback`)
+            and Keras callbacks. `local` passes them to every trial's
+            `engine.run`; `ray` (whose trials train in other processes) calls
+            only `on_run_end(record)`, as each trial ends.
+        num_cpus: `ray` only, when it starts a local instance: the CPUs it
+            may use (default: all).
+        sweep_id: The id the runs share; default `sweeps.sweep_id(spec)`, a
+            hash of the spec.
+        cancel: `local` only: a `threading.Event`; when set, the running trial
+            stops after its current batch and the trials not started yet are
+            marked `cancelled`.
+
+    Returns:
+        A `SweepResult`: the sweep id and each trial's final `RunRecord`.
+
+    Raises:
+        SpecError: A trial is invalid; nothing is written to the store.
+        ValueError: An unknown executor, or an option the executor does not take.
+        ExecutorError: Ray is not installed, or the cluster cannot be reached.
+    """
+
+    if executor not in EXECUTORS:
+        raise ValueError(
+            f"Received an invalid value for argument `executor`, expected one of "
+            f"{list(EXECUTORS)}, got {executor!r}."
+        )
+    if executor != "ray":
+        for option, value in (("address", address), ("num_cpus", num_cpus)):
+            if value is not None:
+                raise ValueError(
+                    f"Received an invalid value for argument `{option}`: it is for the 'ray' "
+                    f"executor only, got {value!r} with executor {executor!r}."
+                )
+    if executor == "ray" and cancel is not None:
+        raise ValueError(
+            "Received an invalid value for argument `cancel`: the 'ray' executor cannot be "
+            "cancelled from here; stop the Ray job instead."
+        )
+    if num_cpus is not None and (
+        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1
+    ):
+        raise ValueError(
+            "Received an invalid value for argument `num_cpus`, expected a positive integer, "
+            f"got {num_cpus!r}."
+        )
+    ray = _import_ray() if executor == "ray" else None  # fail before any work
+    spec = load_spec(spec)
+    trial_specs = plan_sweep(spec)
+    sweep_id = sweep_id or sweeps.sweep_id(spec)
+    run_ids = [store.create_run(trial, sweep_id=sweep_id) for trial in trial_specs]
+    if executor == "local":
+        records = _run_local(store, run_ids, callbacks, cancel)
+    else:
+        records = _run_ray(ray, store, run_ids, callbacks, address, num_cpus)
+    return SweepResult(sweep_id, tuple(records))
+
+
+# --- local ------------------------------------------------------------------------------------
+
+
+def _run_local(store, run_ids, callbacks, cancel) -> list[RunRecord]:
+
+    records = []
+    try:
+        for run_id in run_ids:
+            if cancel is not None and cancel.is_set():
+                break
+            records.append(train.run(None, store=store, run_id=run_id, callbacks=callbacks))
+    finally:
+        # Trials that never started (cancelled, or interrupted by Ctrl-C) do not stay queued.
+        _cancel_queued(store, run_ids[len(records) :])
+    return [store.get(run_id) for run_id in run_ids]
+
+
+def _cancel_queued(store: RunStore, run_ids: Sequence[str]) -> None:
+    for run_id in run_ids:
+        if store.get(run_id, history=False).status == "queued":
+            store.finish(run_id, "cancelled", error="The sweep stopped before this trial started.")
+
+
+# --- Ray --------------------------------------------------------------------------------------
+
+
+def _import_ray():
+    """Import Ray, or explain how to install it."""
+    try:
+        return importlib.import_module("ray")
+    except ImportError as error:
+        raise ExecutorError(
+            f"The 'ray' executor needs Ray, which is not installed ({error}); install it with "
+            f"`{RAY_INSTALL_HINT}`."
+        ) from None
+
+
+def _worker_env() -> dict[str, str]:
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    env = {name: os.environ[name] for name in _WORKER_ENV if name in os.environ}
+    env["KERAS_BACKEND"] = keras.backend.backend()
+    return env
+
+
+def _run_trial(store_dir: str, run_id: str, cwd: str) -> str:
+    """The body of one Ray task: train the queued run `run_id` of the store at `store_dir`."""
+    if os.path.isdir(cwd):
+        os.chdir(cwd)  # relative data-file paths in specs are read from the driver's cwd
+
+    with RunStore(store_dir) as store:
+        record = train.run(None, store=store, run_id=run_id)
+    return record.status
+
+
+def _run_ray(ray, store, run_ids, callbacks, address, num_cpus) -> list[RunRecord]:
+    _, progress = _split_progress(callbacks)
+    started_here = False
+    if not ray.is_initialized():
+        options: dict[str, Any] = {
+            "log_to_driver": False,
+            "runtime_env": {"env_vars": _worker_env()},
+        }
+        if address is not None:
+            options["address"] = address
+        else:
+            options.update(num_cpus=num_cpus, include_dashboard=False)
+        try:
+            ray.init(**options)
+        except Exception as error:
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+            raise ExecutorError(
+                f"Could not start {where}: {type(error).__name__}: {error}"
+            ) from None
+        started_here = True
+    elif address is not None or num_cpus is not None:
+        raise ValueError(
+            "Received an invalid value for argument `address`/`num_cpus`: Ray is already "
+            "initialised in this process; call ray.shutdown() first or leave them unset."
+        )
+    try:
+        resources = ray.cluster_resources()
+        request = {"num_gpus": 1} if resources.get("GPU", 0) >= 1 else {"num_cpus": 1}
+        task = ray.remote(max_retries=0, **request)(_run_trial)
+        store_dir = str(Path(store.directory).resolve())
+        cwd = os.getcwd()
+        pending = {task.remote(store_dir, run_id, cwd): run_id for run_id in run_ids}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                run_id = pending.pop(ref)
+                try:
+                    ray.get(ref)
+                except Exception as error:  # the worker died or could not start the run
+                    _fail_unfinished(store, run_id, error)
+                record = store.get(run_id)
+                for callback in progress:
+                    callback.on_run_end(record)
+    finally:
+        if started_here:
+            ray.shutdown()
+    return [store.get(run_id) for run_id in run_ids]
+
+
+def _fail_unfinished(store: RunStore, run_id: str, error: Exception) -> None:
+    """Mark a run whose Ray task failed, unless the engine already gave it a final status."""
+    record = store.get(run_id, history=False)
+    if record.status in ("queued", "running", "interrupted"):
+        message = str(error).strip().splitlines()
+        store.finish(
+            run_id,
+            "failed",
+            error=f"The Ray task failed: {type(error).__name__}: "
+            f"{message[-1] if message else 'no message'}",
+        )
+
+
+def _split_progress(callbacks: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Keras callbacks (not used by Ray trials) and progress callbacks, keeping the latter."""
+    keras_callbacks, progress = [], []
+    for callback in callbacks:
+        if hasattr(callback, "on_run_end") and not hasattr(callback, "set_model"):
+            progress.append(callback)
+        else:
+            keras_callbacks.append(callback)
+    return keras_callbacks, progress
+
+
+__all__ = [
+    "EXECUTORS",
+    "ExecutorError",
+    "SweepResult",
+    "check_trial",
+    "plan_sweep",
+    "run_sweep",
+]

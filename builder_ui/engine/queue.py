@@ -1,0 +1,392 @@
+"""The app's training queue: runs wait for a device slot, report progress, and can be cancelled.
+
+    submit(specs) ─▶ store: one `queued` run each (visible at once in every table)
+                 ─▶ pending queue ─▶ worker thread of a free slot
+                                     ─▶ its training process: engine.run(run_id=…)
+                                        │ progress messages (each batch, each epoch)
+                                        ▼
+                                     ProgressBoard (the app's live view); the store (each epoch)
+
+There is one worker thread per device slot, so one run trains on a device at
+a time and two runs never fight over a GPU: `"CPU"` when the machine has no
+GPU, else `"GPU:0"`, `"GPU:1"`, … Runs are taken in the order they were
+submitted.
+
+Each slot trains in its own child process (`builder_ui.engine.worker`,
+started on first use or by `warm_up`, kept for the next runs, started again
+if it dies), not in the web server's process:
+
+- a run's initial weights come from seeds that live in the process (Python's
+  `random`, which Keras' initializers draw from, and NumPy's); the web
+  server's threads use them too, so a run trained beside them would not be
+  reproducible. In its own process a spec gives the same history every time;
+- with several GPUs, each slot's process sees only its GPU
+  (`CUDA_VISIBLE_DEVICES`), so the runs train in parallel, one per GPU;
+- the web process can hide the GPUs from itself (`keep_gpus_for_training`),
+  so that building a model summary there never takes GPU memory from a run;
+- a run that crashes its process (out of memory) fails alone: its record
+  becomes `interrupted` (resumable) and the slot starts a fresh process.
+
+Cancelling a waiting run takes it out of the queue and records it as
+`cancelled` at once; cancelling a training run sets its event, which the
+engine checks after every batch, so it ends `cancelled` cleanly.
+
+The queue marks the runs it creates with its process id (the `pid` and `host`
+of a `queued` run), so that a later app finds runs whose app stopped before
+they started and records them as `cancelled` (`recover_orphans`) rather than
+leaving them `queued` forever. Runs queued by other tools (a CLI sweep) carry
+no pid and are left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from builder_ui.engine.progress import TRAINING, WAITING, ProgressBoard
+from builder_ui.engine.slots import detect_slots, slot_environment
+from builder_ui.engine.store import (
+    RunStore,
+    StatusError,
+    process_alive,
+    this_process,
+)
+from builder_ui.engine.worker import TrainingProcess
+
+_logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """One run submitted to the queue.
+
+    Attributes:
+        run_id, name, sweep_id: As in the store.
+        resume: Continue an `interrupted` run from its last finished epoch.
+        cancel: Set to stop the run (see `JobQueue.cancel`).
+        state: `queued`, `running`, then the run's final status.
+        slot: The device slot it trains on, once started.
+        submitted, started, finished: `time.time()` stamps.
+        error: Why it failed, when the queue knows.
+    """
+
+    run_id: str
+    name: str
+    sweep_id: str | None
+    resume: bool = False
+    cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    state: str = WAITING
+    slot: str | None = None
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    error: str | None = None
+
+
+def recover_orphans(store: RunStore) -> list[str]:
+    """Record as `cancelled` the queued runs whose app (pid on this host) has stopped.
+
+    Returns:
+        The ids of the runs changed.
+    """
+    host = socket.gethostname()
+    changed = []
+    for record in store.list_runs(status=WAITING):
+        if record.pid is None or record.host != host or process_alive(record.pid):
+            continue
+        with contextlib.suppress(StatusError):
+            store.set_status(
+                record.id,
+                "cancelled",
+                error=f"The app that queued it (pid {record.pid}) stopped before it started.",
+            )
+            changed.append(record.id)
+    return changed
+
+
+# ---------------------------------------------------------------------------
+# The queue
+
+
+class JobQueue:
+    """Trains submitted specs one per device slot, in order; see the module docstring.
+
+    Args:
+        store: The run store the runs are recorded in.
+        slots: Device slot names; default: `detect_slots()` at the first submit.
+        runner: Train in this process with this function instead of in a
+            slot's training process (called as `runner(None, store=…,
+            run_id=…, callbacks=[…], cancel=…)`, like `engine.run`); for
+            tests and for embedding the queue where child processes cannot be
+            started.
+    """
+
+    def __init__(
+        self,
+        store: RunStore,
+        *,
+        slots: Sequence[str] | None = None,
+        runner: Callable[..., Any] | None = None,
+    ) -> None:
+        self.store = store
+        self.board = ProgressBoard()
+        self._slots = list(slots) if slots is not None else None
+        self._runner = runner
+        self._condition = threading.Condition()
+        self._pending: deque[Job] = deque()
+        self._jobs: dict[str, Job] = {}
+        self._workers: list[threading.Thread] = []
+        self._processes: dict[str, TrainingProcess] = {}
+        self._closed = False
+        recover_orphans(store)
+
+    @property
+    def slots(self) -> list[str]:
+        """The device slots (detected on first use)."""
+        if self._slots is None:
+            self._slots = detect_slots()
+        return list(self._slots)
+
+    # -- submitting ------------------------------------------------------------
+
+    def submit(self, specs: Iterable[Any], *, sweep_id: str | None = None) -> list[str]:
+        """Record each spec as a `queued` run and queue it; returns the run ids, in order.
+
+        Args:
+            specs: Validated `ExperimentSpec`s (or their dicts), without a
+                `sweep` section (expand sweeps first, `builder_ui.builders.sweeps.expand`).
+            sweep_id: Recorded on every run (the trials of one sweep).
+        """
+        specs = list(specs)
+        if self._closed:
+            raise RuntimeError("The training queue is closed; restart the app to train.")
+        slots = self.slots
+        owner = this_process()
+        jobs = []
+        for spec in specs:
+            run_id = self.store.create_run(spec, sweep_id=sweep_id)
+            self.store.update(run_id, pid=owner["pid"], host=owner["host"])
+            jobs.append(Job(run_id, self.store.get(run_id, history=False).name, sweep_id))
+        with self._condition:
+            for job in jobs:
+                self._jobs[job.run_id] = job
+                self._pending.append(job)
+                self.board.apply(job.run_id, "status", {"status": WAITING})
+            self._start_workers(slots)
+            self._condition.notify_all()
+        return [job.run_id for job in jobs]
+
+    def warm_up(self) -> None:
+        """Start the workers and their training processes now, so the first run starts at once.
+
+        The processes load Keras and the backend in the background; the app calls
+        this once it serves its page.
+        """
+        with self._condition:
+            if self._closed:
+                return
+            self._start_workers(self.slots)
+        for process in self._processes.values():
+            process.start()
+
+    def resume(self, run_id: str) -> None:
+        """Queue an `interrupted` run to continue from its last finished epoch.
+
+        Raises:
+            ValueError: The run is not `interrupted` (naming its status).
+        """
+        if self._closed:
+            raise RuntimeError("The training queue is closed; restart the app to train.")
+        record = self.store.get(run_id, history=False)
+        if record.status != "interrupted":
+            raise ValueError(
+                f"Run {run_id} is {record.status!r}; only an interrupted run can be resumed."
+            )
+        slots = self.slots
+        with self._condition:
+            active = self._jobs.get(run_id)
+            if active is not None and active.state in (WAITING, TRAINING):
+                raise ValueError(f"Run {run_id} is already in the queue.")
+            job = Job(run_id, record.name, record.sweep_id, resume=True)
+            self._jobs.pop(run_id, None)
+            self._jobs[run_id] = job
+            self._pending.append(job)
+            self.board.apply(run_id, "status", {"status": WAITING})
+            self._start_workers(slots)
+            self._condition.notify_all()
+
+    def _start_workers(self, slots: list[str]) -> None:
+        if self._workers:
+            return
+        for slot in slots:
+            if self._runner is None:
+                self._processes[slot] = TrainingProcess(
+                    self.store.directory,
+                    slot_environment(slot, len(slots)),
+                    f"keras-seq-train-{slot}",
+                )
+            worker = threading.Thread(
+                target=self._work, args=(slot,), name=f"keras-seq-{slot}", daemon=True
+            )
+            worker.start()
+            self._workers.append(worker)
+
+    # -- working ---------------------------------------------------------------
+
+    def _work(self, slot: str) -> None:
+        while True:
+            with self._condition:
+                while not self._pending and not self._closed:
+                    self._condition.wait()
+                if self._closed:
+                    return
+                job = self._pending.popleft()
+                job.state, job.slot, job.started = TRAINING, slot, time.time()
+                self._condition.notify_all()
+            self._train(job, slot)
+
+    def _train(self, job: Job, slot: str) -> None:
+        state, error = "failed", None
+        try:
+            if self._runner is not None:
+                record = self._runner(
+                    None,
+                    store=self.store,
+                    run_id=job.run_id,
+                    callbacks=[self.board.callback(job.run_id)],
+                    cancel=job.cancel,
+                    resume=job.resume,
+                )
+                state, error = record.status, record.error
+            else:
+                state, error = self._train_in_process(job, self._processes[slot])
+        except Exception as failure:  # keep the worker alive for the next runs
+            _logger.exception("Run %s could not be trained", job.run_id)
+            error = f"{type(failure).__name__}: {failure}"
+            self._mark_failed(job.run_id, error)
+        finally:
+            with self._condition:
+                job.state, job.error, job.finished = state, error, time.time()
+                self._condition.notify_all()
+            self.board.apply(job.run_id, "status", {"status": state})
+
+    def _train_in_process(self, job: Job, process: TrainingProcess) -> tuple[str, str | None]:
+        state, error = process.train(
+            job.run_id,
+            job.cancel,
+            lambda kind, payload: self.board.apply(job.run_id, kind, payload),
+            resume=job.resume,
+        )
+        if state != "lost":
+            return state, error
+        # The process died (out of memory, killed): a run it left `running` becomes
+        # `interrupted` (resumable); one it never started fails. The next run gets a new one.
+        self.store.recover_interrupted()
+        with contextlib.suppress(Exception):
+            if self.store.get(job.run_id, history=False).status == WAITING:
+                self.store.finish(job.run_id, "failed", error=error)
+        with contextlib.suppress(Exception):
+            return self.store.get(job.run_id, history=False).status, error
+        return "failed", error
+
+    def _mark_failed(self, run_id: str, error: str) -> None:
+        with contextlib.suppress(Exception):
+            status = self.store.get(run_id, history=False).status
+            if status in (WAITING, TRAINING):
+                self.store.finish(run_id, "failed", error=error)
+
+    # -- controlling -----------------------------------------------------------
+
+    def cancel(self, run_id: str) -> str:
+        """Cancel a run of this queue; returns what happened, in words.
+
+        A waiting run is taken out of the queue and recorded `cancelled`; a
+        training run stops after its current batch (then `cancelled`).
+
+        Raises:
+            KeyError: The run was not submitted to this queue.
+        """
+        with self._condition:
+            job = self._jobs.get(run_id)
+            if job is None:
+                raise KeyError(
+                    f"Run {run_id!r} is not in this app's training queue; only runs queued "
+                    "here can be cancelled here."
+                )
+            job.cancel.set()
+            if job in self._pending:
+                self._pending.remove(job)
+                job.finished = time.time()
+                if job.resume:  # it keeps its epochs and can be resumed later
+                    job.state = "interrupted"
+                    self.board.apply(run_id, "status", {"status": "interrupted"})
+                    self._condition.notify_all()
+                    return f"Run {run_id} will not be resumed now; it stays interrupted."
+                job.state = "cancelled"
+                self.store.finish(run_id, "cancelled", error="Cancelled before it started.")
+                self.board.apply(run_id, "status", {"status": "cancelled"})
+                self._condition.notify_all()
+                return f"Run {run_id} was waiting; it is cancelled and will not train."
+            if job.state == TRAINING:
+                return f"Run {run_id} stops after its current batch (then: cancelled)."
+            return f"Run {run_id} already ended ({job.state})."
+
+    def jobs(self) -> list[Job]:
+        """Every job submitted here, in submission order (copies)."""
+        with self._condition:
+            return [copy.copy(job) for job in self._jobs.values()]
+
+    def position(self, run_id: str) -> int | None:
+        """0 for the next run to start, 1 for the one after, …; None if not waiting."""
+        with self._condition:
+            for index, job in enumerate(self._pending):
+                if job.run_id == run_id:
+                    return index
+        return None
+
+    def wait(self, run_ids: Iterable[str], timeout: float | None = None) -> bool:
+        """Block until these runs have ended; False if `timeout` seconds passed first."""
+        run_ids = list(run_ids)
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def ended() -> bool:
+            return all(
+                run_id in self._jobs and self._jobs[run_id].state not in (WAITING, TRAINING)
+                for run_id in run_ids
+            )
+
+        with self._condition:
+            while not ended():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._condition.wait(remaining if remaining is not None else 1.0)
+        return True
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Cancel what waits, stop what trains, end the training processes (within `timeout`)."""
+        with self._condition:
+            self._closed = True
+            pending, self._pending = list(self._pending), deque()
+            for job in self._jobs.values():
+                job.cancel.set()
+            self._condition.notify_all()
+        for job in pending:
+            job.state = "cancelled"
+            with contextlib.suppress(Exception):
+                self.store.finish(
+                    job.run_id, "cancelled", error="The app stopped before it started."
+                )
+        deadline = time.monotonic() + timeout
+        for worker in self._workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        for process in self._processes.values():  # idle now, or past the deadline
+            process.stop(1.0)

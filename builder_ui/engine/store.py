@@ -1,0 +1,867 @@
+"""The run store: every experiment run, its history and its artifacts.
+
+A store is a directory::
+
+    runs/
+      runs.sqlite            one row per run, one row per finished epoch
+      250312-180102-a1b2/    the artifacts of one run (model.keras, backup/, ...)
+
+The database is SQLite in WAL mode, so the app can read while a run writes
+from another thread or another process; each thread (and each process) gets
+its own connection. Writes are short transactions, and each epoch is written
+as it ends: a process killed mid-run loses nothing already recorded. When a
+store is opened, runs whose process has died while `running` are marked
+`interrupted` (see `RunStore.recover_interrupted`); the engine can resume them.
+
+A run moves through these states::
+
+    queued ──▶ running ──▶ done | failed | diverged | cancelled
+                  │  ▲
+                  ▼  │ (resume)
+              interrupted
+
+Artifacts are written to a temporary name in the run's directory and renamed
+into place (`RunStore.atomic_artifact`), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+import socket
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+DB_NAME = "runs.sqlite"
+
+STATUSES = ("queued", "running", "done", "failed", "diverged", "cancelled", "interrupted")
+FINAL_STATUSES = frozenset({"done", "failed", "diverged", "cancelled"})
+
+# Which status may follow which. A final status is never left; `interrupted`
+# goes back to `running` when the run is resumed.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "queued": frozenset({"running", "failed", "cancelled"}),
+    "running": frozenset({"done", "failed", "diverged", "cancelled", "interrupted"}),
+    "interrupted": frozenset({"running", "failed", "cancelled"}),
+    "done": frozenset(),
+    "failed": frozenset(),
+    "diverged": frozenset(),
+    "cancelled": frozenset(),
+}
+
+# Run ids are made by `new_run_id`; anything used as a directory name must
+# match this, so an id can never name a path outside the store.
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+# How long a connection waits for another writer before giving up.
+BUSY_TIMEOUT_S = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    sweep_id TEXT,
+    spec TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    backend TEXT,
+    device TEXT,
+    precision TEXT,
+    params INTEGER,
+    metrics TEXT NOT NULL DEFAULT '{}',
+    wall_time REAL,
+    examples_per_sec REAL,
+    artifacts TEXT NOT NULL DEFAULT '{}',
+    error TEXT,
+    pid INTEGER,
+    host TEXT,
+    pid_started TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
+CREATE INDEX IF NOT EXISTS runs_sweep ON runs (sweep_id);
+CREATE TABLE IF NOT EXISTS epochs (
+    run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    epoch INTEGER NOT NULL,
+    metrics TEXT NOT NULL,
+    time REAL NOT NULL,
+    seconds REAL,
+    PRIMARY KEY (run_id, epoch)
+);
+"""
+
+# Columns `RunStore.update` may set, and whether they hold JSON.
+_UPDATABLE = {
+    "name": False,
+    "sweep_id": False,
+    "started": False,
+    "finished": False,
+    "backend": False,
+    "device": False,
+    "precision": False,
+    "params": False,
+    "metrics": True,
+    "wall_time": False,
+    "examples_per_sec": False,
+    "error": False,
+    "pid": False,
+    "host": False,
+    "pid_started": False,
+}
+
+
+class RunNotFoundError(KeyError):
+    """No run with this id is in the store."""
+
+    def __str__(self) -> str:  # KeyError would quote the message.
+        return str(self.args[0])
+
+
+class StatusError(ValueError):
+    """A status change the run's current status does not allow."""
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    """One finished epoch: its number (1 is the first), the logs Keras gave, when it ended.
+
+    Non-finite values (a diverged loss) are stored as `None`.
+    """
+
+    epoch: int
+    metrics: dict[str, float | None]
+    time: float
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Everything the store knows about one run.
+
+    Attributes:
+        id: The run id (sortable by creation time).
+        name: The run's name (the spec's name unless given another).
+        sweep_id: The sweep this run belongs to, or None.
+        spec: The experiment spec, as a JSON-compatible dict.
+        status: One of `STATUSES`.
+        created, started, finished: Unix timestamps (`started` is the last
+            start, so a resumed run shows when it was resumed).
+        backend: Keras backend that trained it ("tensorflow", "jax", "torch").
+        device: Device name, e.g. "NVIDIA H200" or "CPU".
+        precision: Dtype policy name, e.g. "float32" or "mixed_float16".
+        params: Number of model parameters.
+        history: The finished epochs in order (empty unless loaded).
+        metrics: Final metrics on the validation split.
+        wall_time: Seconds from the last start to the end of the run.
+        examples_per_sec: Training examples per second of `fit` time.
+        artifacts: Artifact name -> path relative to the store directory.
+        error: The error message of a failed or interrupted run.
+        pid, host: The process that runs (or ran) it.
+    """
+
+    id: str
+    name: str
+    sweep_id: str | None
+    spec: dict[str, Any]
+    status: str
+    created: float
+    started: float | None = None
+    finished: float | None = None
+    backend: str | None = None
+    device: str | None = None
+    precision: str | None = None
+    params: int | None = None
+    history: tuple[EpochRecord, ...] = ()
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    wall_time: float | None = None
+    examples_per_sec: float | None = None
+    artifacts: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    pid: int | None = None
+    host: str | None = None
+
+    @property
+    def finished_ok(self) -> bool:
+        return self.status == "done"
+
+    @property
+    def epochs_done(self) -> int:
+        """Number of epochs recorded."""
+        return len(self.history)
+
+    def curve(self, metric: str) -> tuple[list[int], list[float]]:
+        """`(epochs, values)` of one logged metric, e.g. `curve("val_loss")`.
+
+        Epochs where the metric is missing are left out; a non-finite value
+        (stored as None) comes back as NaN.
+        """
+        epochs, values = [], []
+        for row in self.history:
+            if metric in row.metrics:
+                value = row.metrics[metric]
+                epochs.append(row.epoch)
+                values.append(math.nan if value is None else float(value))
+        return epochs, values
+
+
+def new_run_id() -> str:
+    """A short id that sorts by creation time: `YYMMDD-HHMMSS-xxxx` (UTC, random suffix)."""
+    stamp = time.strftime("%y%m%d-%H%M%S", time.gmtime())
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def check_run_id(run_id: object) -> str:
+    """Returns `run_id` if it is a well-formed id (letters, digits, `-`, `_`), else raises."""
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id):
+        raise ValueError(
+            "Received an invalid value for argument `run_id`, expected 1 to 64 letters, "
+            f"digits, '-' or '_' (starting with a letter or digit), got {run_id!r}."
+        )
+    return run_id
+
+
+def _finite_or_none(value: Any) -> Any:
+    """JSON has no NaN or infinity: store them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Logs as plain JSON values: floats (None when not finite), ints, strings."""
+    clean = {}
+    for key, value in metrics.items():
+        if hasattr(value, "item") and callable(value.item):  # NumPy scalar or 0-d array
+            value = value.item()
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            clean[str(key)] = value
+        elif isinstance(value, (int, float)):
+            clean[str(key)] = _finite_or_none(float(value) if isinstance(value, float) else value)
+        else:
+            clean[str(key)] = _finite_or_none(float(value))
+    return clean
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=False)
+
+
+def _spec_to_dict(spec: Any) -> dict[str, Any]:
+    """A spec as a JSON-compatible dict: pydantic models via `model_dump(mode="json")`."""
+    if hasattr(spec, "model_dump"):
+        spec = spec.model_dump(mode="json")
+    if not isinstance(spec, Mapping):
+        raise ValueError(
+            "Received an invalid value for argument `spec`, expected an ExperimentSpec or a "
+            f"dict, got {type(spec).__name__}."
+        )
+    return json.loads(json.dumps(dict(spec), allow_nan=False))
+
+
+def _process_start_time(pid: int) -> str | None:
+    """When process `pid` started, in clock ticks since boot (Linux), to tell reused pids apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may hold spaces.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    # fields[0] is field 3 (state); the start time is field 22.
+    return fields[19] if len(fields) > 19 else None
+
+
+def _process_state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[0] if fields else None
+
+
+def process_alive(pid: int, started: str | None = None) -> bool:
+    """Whether process `pid` on this machine is still running.
+
+    A zombie (ended, not yet reaped) counts as dead; where the start time is
+    known (Linux), a different process that reused the pid counts as dead too.
+    """
+    if pid <= 0:
+        return False
+    if sys.platform == "win32":  # pragma: no cover - Windows only
+        kernel32 = ctypes.windll.kernel32
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return False
+        code = ctypes.c_ulong()
+        kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
+        kernel32.CloseHandle(handle)
+        return code.value == 259  # STILL_ACTIVE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # It exists, owned by someone else.
+    if _process_state(pid) in ("Z", "X"):
+        return False
+    if started is not None:
+        now = _process_start_time(pid)
+        if now is not None and now != started:
+            return False
+    return True
+
+
+def this_process() -> dict[str, Any]:
+    """`pid`, `host` and `pid_started` of the calling process, as stored on a running run."""
+    pid = os.getpid()
+    return {"pid": pid, "host": socket.gethostname(), "pid_started": _process_start_time(pid)}
+
+
+class RunStore:
+    """Runs and their artifacts in a directory: `runs.sqlite` plus one folder per run.
+
+    Safe to share between threads (each gets its own connection) and between
+    processes (SQLite WAL mode and a busy timeout). Opening a store marks runs
+    left `running` by a dead process as `interrupted`.
+
+    Args:
+        directory: Where the database and the artifacts live; made if missing.
+        recover: Call `recover_interrupted()` on open. Default True.
+
+    Example:
+
+    >>> store = RunStore("runs")
+    >>> run_id = store.create_run(spec, name="lstm")
+    >>> store.get(run_id).status
+    'queued'
+    """
+
+    def __init__(self, directory: str | os.PathLike, *, recover: bool = True):
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ValueError(
+                "Received an invalid value for argument `directory`, expected a directory, "
+                f"got the file {str(self.directory)!r}."
+            )
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / DB_NAME
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._init_schema()
+        if recover:
+            self.recover_interrupted()
+
+    # -- connections ---------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        """This thread's connection (a new one after a fork)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # In WAL mode, NORMAL is safe against a crash of the process (not of the machine).
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._local.conn = conn
+        self._local.pid = os.getpid()
+        with self._connections_lock:
+            self._connections.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that takes the write lock at once (no upgrade deadlocks)."""
+        conn = self._connect()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _init_schema(self) -> None:
+        with self._write() as conn:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+            elif row["version"] > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"The run store {str(self.path)!r} has schema version {row['version']}, "
+                    f"newer than this keras_seq understands ({SCHEMA_VERSION}); upgrade keras_seq."
+                )
+
+    @property
+    def schema_version(self) -> int:
+        row = self._connect().execute("SELECT version FROM schema_version").fetchone()
+        return int(row["version"])
+
+    @property
+    def journal_mode(self) -> str:
+        return self._connect().execute("PRAGMA journal_mode").fetchone()[0]
+
+    def close(self) -> None:
+        """Close every connection this store opened (in any thread)."""
+        with self._connections_lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.directory)!r})"
+
+    # -- runs ----------------------------------------------------------------
+
+    def create_run(
+        self,
+        spec: Any,
+        name: str | None = None,
+        sweep_id: str | None = None,
+        status: str = "queued",
+        run_id: str | None = None,
+    ) -> str:
+        """Record a new run and return its id.
+
+        Args:
+            spec: An `ExperimentSpec` or its dict form.
+            name: Name of the run; defaults to the spec's `name`.
+            sweep_id: The sweep it belongs to, if any.
+            status: `"queued"` (default) or `"running"`.
+            run_id: Use this id instead of a new one.
+        """
+        spec_dict = _spec_to_dict(spec)
+        if name is None:
+            name = spec_dict.get("name") or "run"
+        if not isinstance(name, str) or not name:
+            raise ValueError(
+                f"Received an invalid value for argument `name`, expected a non-empty string, "
+                f"got {name!r}."
+            )
+        if status not in ("queued", "running"):
+            raise ValueError(
+                "Received an invalid value for argument `status`, expected 'queued' or "
+                f"'running', got {status!r}."
+            )
+        if sweep_id is not None:
+            check_run_id(sweep_id)
+        generated = run_id is None
+        run_id = new_run_id() if generated else check_run_id(run_id)
+        now = time.time()
+        extra = this_process() if status == "running" else {}
+        with self._write() as conn:
+            while conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
+                if not generated:
+                    raise ValueError(
+                        f"Received an invalid value for argument `run_id`, expected an id not "
+                        f"yet in the store, got {run_id!r}."
+                    )
+                run_id = new_run_id()
+            conn.execute(
+                "INSERT INTO runs (id, name, sweep_id, spec, status, created, started, pid, host,"
+                " pid_started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    name,
+                    sweep_id,
+                    _dumps(spec_dict),
+                    status,
+                    now,
+                    now if status == "running" else None,
+                    extra.get("pid"),
+                    extra.get("host"),
+                    extra.get("pid_started"),
+                ),
+            )
+        return run_id
+
+    def get(self, run_id: str, *, history: bool = True) -> RunRecord:
+        """The record of one run (with its epoch history unless `history=False`)."""
+        row = self._connect().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
+        return self._record(row, self.history(run_id) if history else ())
+
+    def exists(self, run_id: str) -> bool:
+        row = self._connect().execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row is not None
+
+    def history(self, run_id: str) -> tuple[EpochRecord, ...]:
+        """The recorded epochs of a run, in order."""
+        rows = self._connect().execute(
+            "SELECT epoch, metrics, time, seconds FROM epochs WHERE run_id = ? ORDER BY epoch",
+            (run_id,),
+        )
+        return tuple(
+            EpochRecord(row["epoch"], json.loads(row["metrics"]), row["time"], row["seconds"])
+            for row in rows
+        )
+
+    def list_runs(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        name: str | None = None,
+        sweep_id: str | None = None,
+        ids: Iterable[str] | None = None,
+        history: bool = False,
+        limit: int | None = None,
+    ) -> list[RunRecord]:
+        """Runs matching every filter given, oldest first.
+
+        Args:
+            status: One status or several.
+            name: Exact run name.
+            sweep_id: Runs of this sweep.
+            ids: Only these run ids (in this order if given).
+            history: Also load each run's epochs (slower for many runs).
+            limit: At most this many (the newest ones).
+        """
+        clauses, params = [], []
+        if status is not None:
+            statuses = [status] if isinstance(status, str) else list(status)
+            for one in statuses:
+                _check_status(one)
+            clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
+            params += statuses
+        if name is not None:
+            clauses.append("name = ?")
+            params.append(name)
+        if sweep_id is not None:
+            clauses.append("sweep_id = ?")
+            params.append(sweep_id)
+        id_list = None
+        if ids is not None:
+            id_list = [ids] if isinstance(ids, str) else list(ids)
+            if not id_list:
+                return []
+            clauses.append(f"id IN ({', '.join('?' * len(id_list))})")
+            params += id_list
+        query = "SELECT * FROM runs"
+        if clauses:
+            query += " WHERE " + " AND ".join(clauses)
+        query += " ORDER BY created, id"
+        rows = self._connect().execute(query, params).fetchall()
+        if limit is not None:
+            rows = rows[-limit:] if limit > 0 else []
+        records = [self._record(row, self.history(row["id"]) if history else ()) for row in rows]
+        if id_list is not None:
+            order = {run_id: i for i, run_id in enumerate(id_list)}
+            records.sort(key=lambda record: order[record.id])
+        return records
+
+    def _record(self, row: sqlite3.Row, history: tuple[EpochRecord, ...]) -> RunRecord:
+        return RunRecord(
+            id=row["id"],
+            name=row["name"],
+            sweep_id=row["sweep_id"],
+            spec=json.loads(row["spec"]),
+            status=row["status"],
+            created=row["created"],
+            started=row["started"],
+            finished=row["finished"],
+            backend=row["backend"],
+            device=row["device"],
+            precision=row["precision"],
+            params=row["params"],
+            history=history,
+            metrics=json.loads(row["metrics"]),
+            wall_time=row["wall_time"],
+            examples_per_sec=row["examples_per_sec"],
+            artifacts=json.loads(row["artifacts"]),
+            error=row["error"],
+            pid=row["pid"],
+            host=row["host"],
+        )
+
+    # -- changes -------------------------------------------------------------
+
+    def update(self, run_id: str, **fields: Any) -> None:
+        """Set run fields other than the status (e.g. `device="CPU", params=1234`)."""
+        unknown = sorted(set(fields) - set(_UPDATABLE))
+        if unknown:
+            raise ValueError(
+                f"Received an invalid value for argument `fields`, expected names from "
+                f"{sorted(_UPDATABLE)}, got {unknown}."
+            )
+        if not fields:
+            return
+        values = [
+            _dumps(_clean_metrics(value)) if _UPDATABLE[key] else value
+            for key, value in fields.items()
+        ]
+        assignments = ", ".join(f"{key} = ?" for key in fields)
+        with self._write() as conn:
+            cursor = conn.execute(f"UPDATE runs SET {assignments} WHERE id = ?", [*values, run_id])
+            if cursor.rowcount == 0:
+                raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
+
+    def set_status(self, run_id: str, status: str, *, error: str | None = None, **fields: Any):
+        """Move a run to `status`, if its current status allows it (see `TRANSITIONS`).
+
+        Moving to `running` records this process (pid, host) and the start
+        time; moving to a final status records the finish time. Other `fields`
+        are set in the same transaction.
+
+        Raises:
+            StatusError: The move is not allowed (e.g. `done` → `running`).
+        """
+        _check_status(status)
+        unknown = sorted(set(fields) - set(_UPDATABLE))
+        if unknown:
+            raise ValueError(
+                f"Received an invalid value for argument `fields`, expected names from "
+                f"{sorted(_UPDATABLE)}, got {unknown}."
+            )
+        now = time.time()
+        if status == "running":
+            fields = {"started": now, "finished": None, **this_process(), **fields}
+        elif status in FINAL_STATUSES:
+            fields = {"finished": now, **fields}
+        if error is not None or status in ("running", "done"):
+            fields["error"] = error
+        with self._write() as conn:
+            row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
+            current = row["status"]
+            if status not in TRANSITIONS[current]:
+                allowed = sorted(TRANSITIONS[current]) or "nothing (it is final)"
+                raise StatusError(
+                    f"Run {run_id!r} is {current!r} and cannot become {status!r}; "
+                    f"from {current!r} it can become {allowed}."
+                )
+            values = [
+                _dumps(_clean_metrics(value)) if _UPDATABLE[key] else value
+                for key, value in fields.items()
+            ]
+            assignments = "".join(f", {key} = ?" for key in fields)
+            conn.execute(
+                f"UPDATE runs SET status = ?{assignments} WHERE id = ?",
+                [status, *values, run_id],
+            )
+
+    def append_epoch(
+        self,
+        run_id: str,
+        epoch: int,
+        metrics: Mapping[str, Any],
+        *,
+        seconds: float | None = None,
+        time_: float | None = None,
+    ) -> None:
+        """Record a finished epoch (1 is the first); an epoch run again replaces its row."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+            raise ValueError(
+                f"Received an invalid value for argument `epoch`, expected a positive integer, "
+                f"got {epoch!r}."
+            )
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO epochs (run_id, epoch, metrics, time, seconds) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    epoch,
+                    _dumps(_clean_metrics(metrics)),
+                    time.time() if time_ is None else time_,
+                    seconds,
+                ),
+            )
+
+    def finish(
+        self,
+        run_id: str,
+        status: str = "done",
+        *,
+        metrics: Mapping[str, Any] | None = None,
+        wall_time: float | None = None,
+        examples_per_sec: float | None = None,
+        error: str | None = None,
+        **fields: Any,
+    ) -> RunRecord:
+        """End a run with a final status and its results; returns the updated record."""
+        if status not in FINAL_STATUSES and status != "interrupted":
+            raise ValueError(
+                f"Received an invalid value for argument `status`, expected one of "
+                f"{sorted(FINAL_STATUSES | {'interrupted'})}, got {status!r}."
+            )
+        if metrics is not None:
+            fields["metrics"] = metrics
+        if wall_time is not None:
+            fields["wall_time"] = wall_time
+        if examples_per_sec is not None:
+            fields["examples_per_sec"] = examples_per_sec
+        self.set_status(run_id, status, error=error, **fields)
+        return self.get(run_id)
+
+    # -- artifacts -----------------------------------------------------------
+
+    def artifact_dir(self, run_id: str) -> Path:
+        """`<directory>/<run_id>/`, where the run's files go (not created here)."""
+        return self.directory / check_run_id(run_id)
+
+    @contextlib.contextmanager
+    def atomic_artifact(self, run_id: str, relative_path: str) -> Iterator[Path]:
+        """A temporary path to write an artifact to; renamed into place if the block succeeds.
+
+        The temporary name keeps the suffix (Keras wants `.keras`), and works
+        for files and directories. The artifact is then recorded under its
+        file name (see `set_artifact`).
+
+        Example:
+
+        >>> with store.atomic_artifact(run_id, "model.keras") as path:
+        ...     model.save(path)
+        """
+        target = self._artifact_path(run_id, relative_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = target.with_name(f".{target.stem}.tmp-{secrets.token_hex(4)}{target.suffix}")
+        try:
+            yield temp
+            if not temp.exists():
+                raise FileNotFoundError(f"Nothing was written to {str(temp)!r}.")
+            _replace(temp, target)
+        finally:
+            if temp.is_dir():
+                shutil.rmtree(temp, ignore_errors=True)
+            elif temp.exists():
+                temp.unlink()
+        self.set_artifact(run_id, Path(relative_path).name, target)
+
+    def _artifact_path(self, run_id: str, relative_path: str) -> Path:
+        base = self.artifact_dir(run_id).resolve()
+        target = (base / relative_path).resolve()
+        if base not in target.parents:
+            raise ValueError(
+                f"Received an invalid value for argument `relative_path`, expected a path inside "
+                f"the run's directory, got {relative_path!r}."
+            )
+        return target
+
+    def set_artifact(self, run_id: str, name: str, path: str | os.PathLike | None) -> None:
+        """Record (or with `path=None` forget) an artifact of the run, by name."""
+        if path is not None:
+            path = Path(path)
+            if path.is_absolute():
+                path = path.resolve().relative_to(self.directory.resolve())
+            path = path.as_posix()
+        with self._write() as conn:
+            row = conn.execute("SELECT artifacts FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
+            artifacts = json.loads(row["artifacts"])
+            if path is None:
+                artifacts.pop(name, None)
+            else:
+                artifacts[name] = path
+            conn.execute("UPDATE runs SET artifacts = ? WHERE id = ?", (_dumps(artifacts), run_id))
+
+    def artifact_path(self, run_id: str, name: str) -> Path:
+        """The absolute path of a recorded artifact."""
+        record = self.get(run_id, history=False)
+        if name not in record.artifacts:
+            raise KeyError(
+                f"Run {run_id!r} has no artifact {name!r}; it has {sorted(record.artifacts)}."
+            )
+        return self.directory / record.artifacts[name]
+
+    # -- removal and recovery ------------------------------------------------
+
+    def delete(self, run_id: str) -> None:
+        """Remove a run, its epochs and its artifact directory. A running run is refused."""
+        record = self.get(run_id, history=False)
+        if record.status == "running" and self._owner_alive(record):
+            raise StatusError(
+                f"Run {run_id!r} is running (pid {record.pid}); cancel it before deleting it."
+            )
+        with self._write() as conn:
+            conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        directory = self.artifact_dir(run_id)
+        if directory.exists():
+            shutil.rmtree(directory)
+
+    def _owner_alive(self, record: RunRecord) -> bool:
+        """Whether the process running `record` is alive; True when it cannot be told."""
+        if record.pid is None or record.host != socket.gethostname():
+            return True
+        row = (
+            self._connect()
+            .execute("SELECT pid_started FROM runs WHERE id = ?", (record.id,))
+            .fetchone()
+        )
+        return process_alive(record.pid, row["pid_started"] if row else None)
+
+    def recover_interrupted(self) -> list[str]:
+        """Mark `running` runs whose process has died as `interrupted`; returns their ids.
+
+        Only runs started on this machine are checked (a process elsewhere
+        cannot be seen from here).
+        """
+        recovered = []
+        for record in self.list_runs(status="running"):
+            if self._owner_alive(record):
+                continue
+            with contextlib.suppress(StatusError):
+                self.set_status(
+                    record.id,
+                    "interrupted",
+                    error=f"The process running it (pid {record.pid}) ended before it finished.",
+                )
+                recovered.append(record.id)
+        return recovered
+
+
+def _check_status(status: object) -> str:
+    if status not in STATUSES:
+        raise ValueError(
+            f"Received an invalid value for argument `status`, expected one of {list(STATUSES)}, "
+            f"got {status!r}."
+        )
+    return status
+
+
+def _replace(source: Path, target: Path) -> None:
+    """Rename `source` onto `target`; a directory target is swapped out, then removed."""
+    if target.is_dir() and not target.is_symlink():
+        old = target.with_name(f".{target.name}.old-{secrets.token_hex(4)}")
+        os.replace(target, old)
+        os.replace(source, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(source, target)

@@ -1,0 +1,545 @@
+"""The experiment engine: train one spec with `model.fit` and record it in a run store.
+
+    spec ─▶ prepare (every check; nothing written on a SpecError)
+         ─▶ run record (running: pid, backend, device, precision)
+         ─▶ build (seeded, dtype policy, distribution strategy scope)
+         ─▶ model.fit (each epoch recorded as it ends) ─▶ final metrics ─▶ model.keras
+
+The final metrics are the model builder's (`Prepared.evaluate`): the compiled
+loss and metrics on the validation split are those `fit` computed after its
+last epoch (not evaluated a second time), plus what the builder adds (BLEU and
+exact match for seq2seq, pointer accuracy for pointer networks).
+
+`model.fit` runs with these callbacks, in this order:
+
+1. `keras.callbacks.BackupAndRestore` into `<run>/backup/`: the weights,
+   optimiser state and epoch after every epoch, so that `run(..., run_id=ID,
+   resume=True)` on an `interrupted` run (a killed process) continues from the
+   last finished epoch and keeps the epochs already recorded;
+2. a recorder that writes each finished epoch to the store (after its
+   checkpoint, so that every recorded epoch can be resumed from);
+3. `keras.callbacks.TerminateOnNaN` (a subclass that notes the batch): a
+   non-finite loss stops training (after that batch; at the end of its epoch
+   when Keras runs the check off the training thread, on JAX or PyTorch) and
+   the run ends `diverged`, with no model saved;
+4. `keras.callbacks.EarlyStopping` when `train.early_stopping` is set;
+5. `keras.callbacks.TensorBoard` into `<run>/tensorboard/` when
+   `train.tensorboard` is true;
+6. the progress callbacks given (`builder_ui.engine.progress.ProgressCallback`), then
+   any Keras callbacks given;
+7. when `cancel` is given, a check that stops training after the current
+   batch once it is set (last, so that a callback of this batch can set it).
+
+Runs in one process take turns (a lock): the dtype policy and the random
+seeds are global to the process. Run trials in parallel in separate processes
+(e.g. the Ray executor).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from builder_ui.builders import load_spec, prepare
+from builder_ui.engine import devices
+from builder_ui.engine.progress import ProgressCallback
+from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.specs import SpecError
+
+MODEL_FILE = "model.keras"
+BACKUP_DIR = "backup"
+TENSORBOARD_DIR = "tensorboard"
+TRACEBACK_FILE = "traceback.txt"
+
+_logger = logging.getLogger(__name__)
+
+# The dtype policy and the seeds are process-wide, so runs in one process take turns.
+_RUN_LOCK = threading.Lock()
+
+
+def artifact_dir(store: RunStore, run_id: str) -> Path:
+    """The directory of a run's files: `<store directory>/<run_id>/`."""
+    return store.artifact_dir(run_id)
+
+
+def _is_finite(value: Any) -> bool:
+    return not isinstance(value, (int, float)) or math.isfinite(value)
+
+
+def _num_examples(data: Any) -> int:
+    """The number of examples in `fit`'s `x`: an array, or a dict/list of arrays."""
+    if isinstance(data, dict):
+        data = next(iter(data.values()))
+    elif isinstance(data, (list, tuple)):
+        data = data[0]
+    return len(data)
+
+
+def _make_callbacks_classes():
+    """Keras callback classes, defined on first use so that importing this module is cheap."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    class RunRecorder(keras.callbacks.Callback):
+        """Writes each finished epoch to the store; remembers the last one's logs.
+
+        Epoch-level only: a callback with batch hooks makes Keras call it after
+        every step on the training thread (no asynchronous dispatch).
+        """
+
+        def __init__(self, store, run_id, cancel, nan_stop):
+            super().__init__()
+            self.store = store
+            self.run_id = run_id
+            self.cancel = cancel
+            self.nan_stop = nan_stop
+            self.cancelled = False
+            self.epochs_trained = 0
+            self.epoch = 0
+            self.epoch_start = 0.0
+            self.last_logs: dict | None = None
+
+        @property
+        def diverged_at(self) -> tuple[int, int] | None:
+            return self.nan_stop.diverged_at
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch + 1
+            self.epoch_start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            if self.cancelled:
+                return  # a cut-short epoch is not a finished one
+            logs = dict(logs or {})
+            if self.nan_stop.diverged_at is None and not _is_finite(logs.get("loss", 0.0)):
+                self.nan_stop.diverged_at = (epoch + 1, 0)
+            seconds = time.perf_counter() - self.epoch_start
+            self.store.append_epoch(self.run_id, epoch + 1, logs, seconds=seconds)
+            self.epochs_trained += 1
+            self.last_logs = logs
+
+    class NaNStop(keras.callbacks.TerminateOnNaN):
+        """`TerminateOnNaN` that notes where the loss first became NaN or infinite.
+
+        Keras may dispatch it off the training thread (`async_safe`: on JAX
+        and PyTorch, when no other callback has batch hooks), so that reading
+        each batch's loss does not stop the backend from running ahead. It
+        then only notes the batch, and stops training when the epoch ends: on
+        JAX (Keras 3.15) a callback that stops training mid-epoch from another
+        thread makes `fit` read metric arrays that the next step had already
+        donated ("Array has been deleted"). Called on the training thread (as
+        on TensorFlow, always), it stops after the very batch, as
+        `TerminateOnNaN` does.
+        """
+
+        async_safe = True
+
+        def __init__(self):
+            super().__init__()
+            self.epoch = 0
+            self.diverged_at: tuple[int, int] | None = None
+            self._training_thread = None
+
+        def on_train_begin(self, logs=None):
+            self._training_thread = threading.current_thread()
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch + 1
+
+        def on_batch_end(self, batch, logs=None):
+            loss = (logs or {}).get("loss")
+            if self.diverged_at is None and loss is not None and not _is_finite(loss):
+                self.diverged_at = (self.epoch, batch + 1)
+            if threading.current_thread() is self._training_thread:
+                super().on_batch_end(batch, logs)
+
+        def on_epoch_end(self, epoch, logs=None):
+            # Keras has waited for every batch callback of this epoch by now.
+            if self.diverged_at is not None:
+                self.model.stop_training = True
+
+    class ProgressBridge(keras.callbacks.Callback):
+        """Hands Keras' events to `ProgressCallback`s, with 1-based epochs and steps."""
+
+        def __init__(self, progress, epochs, steps):
+            super().__init__()
+            self.progress = list(progress)
+            self.epochs = epochs
+            self.steps = steps
+
+        def on_epoch_begin(self, epoch, logs=None):
+            for callback in self.progress:
+                callback.on_epoch_begin(epoch + 1, self.epochs)
+
+        def on_train_batch_end(self, batch, logs=None):
+            logs = dict(logs or {})
+            for callback in self.progress:
+                callback.on_batch_end(batch + 1, self.steps, logs)
+
+        def on_epoch_end(self, epoch, logs=None):
+            logs = dict(logs or {})
+            for callback in self.progress:
+                callback.on_epoch_end(epoch + 1, logs)
+
+    class CancelCheck(keras.callbacks.Callback):
+        """Last in the list: stops `fit` after this batch once the recorder's event is set."""
+
+        def __init__(self, recorder):
+            super().__init__()
+            self.recorder = recorder
+
+        def on_train_batch_end(self, batch, logs=None):
+            if self.recorder.cancel.is_set():
+                self.recorder.cancelled = True
+                self.model.stop_training = True
+
+    class Backup(keras.callbacks.BackupAndRestore):
+        """`BackupAndRestore` that survives a kill during the very first checkpoint.
+
+        Keras falls back to the previous checkpoint (`.bkp`) when the latest is
+        corrupt, but there is none before the first epoch's checkpoint is
+        complete. Then nothing was saved yet, so training restarts at epoch 1
+        (its recorded rows are replaced as the epochs run again).
+        """
+
+        @property
+        def async_safe(self):
+            # Saving every epoch, its batch hook does nothing; Keras need not wait for it.
+            return self.save_freq == "epoch"
+
+        def on_train_begin(self, logs=None):
+            try:
+                super().on_train_begin(logs)
+            except OSError:
+                shutil.rmtree(self.backup_dir, ignore_errors=True)
+                self.model._initial_epoch = 0
+
+    return RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup
+
+
+def _split_callbacks(callbacks: Iterable[Any]) -> tuple[list[Any], list[Any]]:
+    """Separate Keras callbacks from `ProgressCallback`-like objects."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    keras_callbacks, progress = [], []
+    for callback in callbacks:
+        if isinstance(callback, keras.callbacks.Callback):
+            keras_callbacks.append(callback)
+        elif isinstance(callback, ProgressCallback) or hasattr(callback, "on_epoch_end"):
+            progress.append(callback)
+        else:
+            raise ValueError(
+                "Received an invalid value for argument `callbacks`, expected "
+                "builder_ui.engine.progress.ProgressCallback or keras.callbacks.Callback objects, "
+                f"got {callback!r}."
+            )
+    return keras_callbacks, progress
+
+
+def _claim(store: RunStore, run_id: str, resume: bool) -> RunRecord:
+    """The existing run `run_id`, checked to be startable (queued) or resumable (interrupted)."""
+    record = store.get(run_id, history=False)
+    if record.status == "running":
+        store.recover_interrupted()
+        record = store.get(run_id, history=False)
+    wanted = "interrupted" if resume else "queued"
+    if record.status != wanted:
+        hint = (
+            "; only an interrupted run can be resumed"
+            if resume
+            else ("; pass resume=True to continue it" if record.status == "interrupted" else "")
+        )
+        raise ValueError(f"Run {run_id!r} is {record.status!r}, expected {wanted!r}{hint}.")
+    return record
+
+
+def preflight(spec: Any) -> Any:
+    """Everything `run` checks before it writes to the store; returns the `Prepared` spec.
+
+    The spec's fields and the model against the task (`registry.prepare`,
+    which makes the data), the distribution against the Keras backend, and
+    the `tensorboard` package when TensorBoard logs are asked for. A sweep can
+    check all its trials this way before it queues any.
+
+    Raises:
+        SpecError: naming the field at fault.
+    """
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    spec = load_spec(spec)
+    try:
+        devices.check_distribution(spec.train.distribution, keras.backend.backend())
+    except devices.DeviceError as error:
+        raise SpecError(error.message, path=error.field) from None
+    if spec.train.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        raise SpecError(
+            "true needs the `tensorboard` package, which is not installed "
+            "(pip install tensorboard), or set it to false",
+            path="train.tensorboard",
+        )
+    return prepare(spec)
+
+
+def run(
+    spec: Any = None,
+    *,
+    store: RunStore,
+    callbacks: Sequence[Any] = (),
+    run_id: str | None = None,
+    resume: bool = False,
+    cancel: Any = None,
+) -> RunRecord:
+    """Train `spec`, record the run in `store`, and return its final record.
+
+    Args:
+        spec: An `ExperimentSpec`, or what `builder_ui.builders.load_spec` reads
+            (a path, YAML/JSON text, a dict). May be None when `run_id` is
+            given: the run's stored spec is used.
+        store: The `RunStore` to record the run in.
+        callbacks: `builder_ui.engine.progress.ProgressCallback`s (progress reports)
+            and/or `keras.callbacks.Callback`s (passed to `fit`).
+        run_id: Start this `queued` run (created by a sweep) instead of a new
+            one; with `resume=True`, continue this `interrupted` run.
+        resume: Continue an interrupted run from its last finished epoch.
+        cancel: A `threading.Event` (anything with `is_set()`): when set,
+            training stops after the current batch and the run ends `cancelled`.
+
+    Returns:
+        The final `RunRecord`, whose `status` is `done`, `diverged`,
+        `cancelled` or `failed` (with `error` set, and the traceback in the
+        artifact `traceback.txt`).
+
+    Raises:
+        SpecError: The spec is invalid or does not fit the task; for a new
+            run nothing is written to the store (a queued run is marked
+            `failed`).
+        ValueError: `run_id` names a run that cannot be started or resumed.
+        KeyboardInterrupt: Re-raised after marking the run `interrupted`
+            (resumable).
+    """
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    if resume and run_id is None:
+        raise ValueError(
+            "Received an invalid value for argument `run_id`, expected the id of an interrupted "
+            "run to resume, got None."
+        )
+    existing = _claim(store, run_id, resume) if run_id is not None else None
+    spec_given = spec is not None
+    if spec is None:
+        if existing is None:
+            raise ValueError(
+                "Received an invalid value for argument `spec`, expected an experiment spec "
+                "(or a `run_id` whose stored spec to use), got None."
+            )
+        spec = existing.spec
+    keras_callbacks, progress = _split_callbacks(callbacks)
+
+    with _RUN_LOCK:
+        backend = keras.backend.backend()
+        try:
+            spec = load_spec(spec)
+            if existing is not None and spec_given and spec.to_dict() != existing.spec:
+                raise SpecError(
+                    f"the spec given differs from the one stored with run {run_id!r}; "
+                    "pass spec=None to use the stored one"
+                )
+            prepared = preflight(spec)
+        except SpecError as error:
+            if existing is not None and not resume:
+                store.finish(existing.id, "failed", error=f"SpecError: {error}")
+            raise
+
+        device = devices.detect(backend)
+        precision = devices.resolve_precision(spec.train.mixed_precision, device)
+        strategy = devices.distribution_strategy(spec.train.distribution, backend)
+        info = {
+            "backend": backend,
+            "device": devices.describe(device, strategy),
+            "precision": precision,
+        }
+        if existing is None:
+            run_id = store.create_run(spec)
+        store.set_status(run_id, "running", **info)
+        return _train(
+            store, run_id, prepared, strategy, precision, keras_callbacks, progress, cancel
+        )
+
+
+def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progress, cancel):
+    """Build, fit, evaluate and save; every outcome ends in a final (or interrupted) status."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    spec = prepared.spec
+    train = spec.train
+    directory = store.artifact_dir(run_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    backup_dir = directory / BACKUP_DIR
+    started = time.perf_counter()
+    RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup = _make_callbacks_classes()
+    nan_stop = NaNStop()
+    recorder = RunRecorder(store, run_id, cancel, nan_stop)
+    record = None
+    caller_policy = keras.mixed_precision.dtype_policy()
+    try:
+        # Drop what earlier runs left in Keras' global state (this resets the dtype policy,
+        # so the caller's is put back at the end).
+        keras.backend.clear_session(free_memory=False)
+        devices.seed_everything(train.seed)
+        with devices.dtype_policy(precision):
+            with devices.strategy_scope(strategy):
+                model = prepared.build()
+                if not model.built:  # BackupAndRestore needs the weights to exist
+                    model(keras.tree.map_structure(lambda array: array[:1], prepared.x_train))
+            store.update(run_id, params=int(model.count_params()))
+
+            num_train = _num_examples(prepared.x_train)
+            steps = max(1, math.ceil(num_train / train.batch_size))
+            record = store.get(run_id)
+            for callback in progress:
+                callback.on_run_start(record, train.epochs, steps)
+
+            # The checkpoint of epoch N is written before the store records epoch N,
+            # so a run killed in between resumes from a checkpoint of every recorded epoch.
+            fit_callbacks = [
+                Backup(backup_dir=str(backup_dir), double_checkpoint=True),
+                recorder,
+                nan_stop,
+            ]
+            if train.early_stopping is not None:
+                stopping = train.early_stopping
+                fit_callbacks.append(
+                    keras.callbacks.EarlyStopping(
+                        monitor=stopping.monitor or prepared.monitor_metric,
+                        patience=stopping.patience,
+                        min_delta=stopping.min_delta,
+                    )
+                )
+            if train.tensorboard:
+                fit_callbacks.append(
+                    keras.callbacks.TensorBoard(log_dir=str(directory / TENSORBOARD_DIR))
+                )
+                store.set_artifact(run_id, TENSORBOARD_DIR, directory / TENSORBOARD_DIR)
+            if progress:
+                fit_callbacks.append(ProgressBridge(progress, train.epochs, steps))
+            fit_callbacks += keras_callbacks
+            if cancel is not None:
+                fit_callbacks.append(CancelCheck(recorder))
+
+            fit_seconds = 0.0
+            if cancel is not None and cancel.is_set():
+                recorder.cancelled = True
+            else:
+                fit_start = time.perf_counter()
+                model.fit(
+                    prepared.x_train,
+                    prepared.y_train,
+                    validation_data=(prepared.x_val, prepared.y_val),
+                    epochs=train.epochs,
+                    batch_size=train.batch_size,
+                    callbacks=fit_callbacks,
+                    shuffle=True,
+                    verbose=0,
+                )
+                fit_seconds = time.perf_counter() - fit_start
+
+            examples_per_sec = (
+                num_train * recorder.epochs_trained / fit_seconds
+                if fit_seconds > 0 and recorder.epochs_trained
+                else None
+            )
+            timing = {"examples_per_sec": examples_per_sec}
+            if recorder.diverged_at is not None:
+                epoch, batch = recorder.diverged_at
+                where = f"epoch {epoch}" + (f", batch {batch}" if batch else "")
+                record = store.finish(
+                    run_id,
+                    "diverged",
+                    error=f"The loss became NaN or infinite at {where}; no model was saved.",
+                    wall_time=time.perf_counter() - started,
+                    **timing,
+                )
+            elif recorder.cancelled:
+                record = store.finish(
+                    run_id,
+                    "cancelled",
+                    error="Cancelled; no model was saved.",
+                    wall_time=time.perf_counter() - started,
+                    **timing,
+                )
+            else:
+                # After `fit` ran to its end, the model holds the last recorded epoch's
+                # weights, and that epoch's validation logs are the final metrics.
+                # (A caller's Keras callback may change the weights when training ends.)
+                reuse = fit_seconds > 0 and not keras_callbacks
+                metrics = prepared.evaluate(
+                    model, validation_logs=recorder.last_logs if reuse else None
+                )
+                with store.atomic_artifact(run_id, MODEL_FILE) as path:
+                    model.save(path)
+                record = store.finish(
+                    run_id,
+                    "done",
+                    metrics=metrics,
+                    wall_time=time.perf_counter() - started,
+                    **timing,
+                )
+        shutil.rmtree(backup_dir, ignore_errors=True)
+    except (KeyboardInterrupt, SystemExit) as error:
+        # The backup stays: the run can be resumed.
+        record = store.finish(
+            run_id,
+            "interrupted",
+            error=f"{type(error).__name__}: interrupted at epoch {recorder.epoch or 1}.",
+            wall_time=time.perf_counter() - started,
+        )
+        raise
+    except Exception as error:
+        shutil.rmtree(backup_dir, ignore_errors=True)
+        with store.atomic_artifact(run_id, TRACEBACK_FILE) as path:
+            path.write_text(traceback.format_exc(), encoding="utf-8")
+        _logger.warning(
+            "Run %s failed: %s: %s (traceback in %s)",
+            run_id,
+            type(error).__name__,
+            error,
+            directory / TRACEBACK_FILE,
+        )
+        record = store.finish(
+            run_id,
+            "failed",
+            error=f"{type(error).__name__}: {error}",
+            wall_time=time.perf_counter() - started,
+        )
+    finally:
+        keras.mixed_precision.set_dtype_policy(caller_policy)
+        if record is not None and record.status != "running":
+            for callback in progress:
+                try:
+                    callback.on_run_end(record)
+                except Exception:  # a broken progress display must not hide the result
+                    _logger.exception("Progress callback %r failed in on_run_end", callback)
+    return record
+
+
+__all__ = [
+    "BACKUP_DIR",
+    "MODEL_FILE",
+    "TENSORBOARD_DIR",
+    "TRACEBACK_FILE",
+    "artifact_dir",
+    "preflight",
+    "run",
+]

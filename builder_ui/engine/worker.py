@@ -1,0 +1,238 @@
+"""A device slot's training process: the app's runs train here, away from the web server.
+
+    app (JobQueue worker thread)                 python -m builder_ui.engine.worker STORE
+      stdin  ── {"run": ID, "resume": …} ───────▶   train.run(run_id=ID, resume=…, cancel=…)
+             ── {"cancel": ID} / {"stop": true} ▶
+      stdout ◀── progress messages, {"end": …} ──   (Keras and the backend loaded once)
+
+One JSON object per line each way. The child is a plain subprocess (not
+`multiprocessing`), so it never imports the program that started the app,
+and its environment (which GPU it sees) is set before anything loads. What
+the child prints (TensorFlow's logs, warnings) goes to the app's stderr; its
+stdout carries only the messages. If the app goes away, the child's stdin
+closes: it cancels the run in progress and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from builder_ui.engine import train
+from builder_ui.engine.progress import MessageCallback
+from builder_ui.engine.store import RunStore
+
+# How long the app waits for a message before looking at the process and the cancel button.
+POLL_S = 0.1
+
+
+class TrainingProcess:
+    """The app's side of one slot's training process (started on first use, again if it dies).
+
+    Args:
+        store_dir: The run store's directory.
+        env: Environment changes for the process (None: unset the variable).
+        name: For logs.
+    """
+
+    def __init__(self, store_dir: str | os.PathLike, env: Mapping[str, str | None], name: str):
+        self.store_dir = str(store_dir)
+        self.env = dict(env)
+        self.name = name
+        self.process: subprocess.Popen | None = None
+        self._messages: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> None:
+        """Start the process now (it loads Keras), unless it is running."""
+        with self._lock:
+            if self.alive():
+                return
+            env = dict(os.environ)
+            for key, value in self.env.items():
+                if value is None:
+                    env.pop(key, None)
+                else:
+                    env[key] = value
+            self._messages = queue.Queue()
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "builder_ui.engine.worker", self.store_dir],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                text=True,
+                encoding="utf-8",
+                bufsize=1,
+            )
+            reader = threading.Thread(
+                target=_read_lines,
+                args=(self.process.stdout, self._messages),
+                name=f"{self.name}-reader",
+                daemon=True,
+            )
+            reader.start()
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        with contextlib.suppress(OSError, ValueError):  # a dead process is noticed by `train`
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+
+    def train(
+        self, run_id: str, cancel: threading.Event, on_message, *, resume: bool = False
+    ) -> tuple[str, str | None]:
+        """Train run `run_id` (continue it, with `resume`); report via `on_message(kind, payload)`.
+
+        Returns:
+            `(status, error)` from the engine, or `("lost", message)` if the
+            process ended before the run did.
+        """
+        self.start()
+        self._send({"run": run_id, "resume": resume})
+        cancel_sent = False
+        while True:
+            if cancel.is_set() and not cancel_sent:
+                self._send({"cancel": run_id})
+                cancel_sent = True
+            try:
+                message = self._messages.get(timeout=POLL_S)
+            except queue.Empty:
+                if self.alive():
+                    continue
+                code = self.process.returncode
+                return "lost", f"The training process ended unexpectedly (exit code {code})."
+            if message is None:  # end of its stdout; the exit code follows
+                self.process.wait()
+                code = self.process.returncode
+                return "lost", f"The training process ended unexpectedly (exit code {code})."
+            kind, payload = message["kind"], message["payload"]
+            if kind == "end":
+                return payload["status"], payload["error"]
+            on_message(kind, payload)
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """Ask the process to exit; end it if it has not within `timeout` seconds."""
+        with self._lock:
+            if self.process is None:
+                return
+            if self.alive():
+                self._send({"stop": True})
+                with contextlib.suppress(OSError, ValueError):
+                    self.process.stdin.close()
+                try:
+                    self.process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.process.terminate()
+                    try:
+                        self.process.wait(5)
+                    except subprocess.TimeoutExpired:
+                        self.process.kill()
+                        self.process.wait()
+            self.process = None
+
+
+def _read_lines(stream, messages: queue.Queue) -> None:
+    for line in stream:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            messages.put(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # not a message (stray output)
+    messages.put(None)
+
+
+# ---------------------------------------------------------------------------
+# The child
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run as `python -m builder_ui.engine.worker STORE_DIR`: train what stdin asks for."""
+
+    argv = sys.argv[1:] if argv is None else argv
+    store_dir = argv[0]
+    # Messages go to the original stdout; anything else printed goes to stderr.
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    # Ctrl+C in a terminal reaches the whole process group; the app decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    write_lock = threading.Lock()
+
+    def send(kind: str, payload: Mapping[str, Any]) -> None:
+        with write_lock:
+            out.write(json.dumps({"kind": kind, "payload": payload}) + "\n")
+
+    runs: queue.Queue = queue.Queue()
+    cancel = threading.Event()
+    state_lock = threading.Lock()
+    current: dict[str, Any] = {"run": None, "cancelled": set()}
+
+    def listen() -> None:
+        for line in sys.stdin:
+            try:
+                request = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "run" in request:
+                runs.put((request["run"], bool(request.get("resume"))))
+            elif "cancel" in request:
+                with state_lock:
+                    current["cancelled"].add(request["cancel"])
+                    if request["cancel"] == current["run"]:
+                        cancel.set()
+            elif "stop" in request:
+                break
+        cancel.set()  # the app has gone (or asked to stop): stop the run in progress
+        runs.put(None)
+
+    threading.Thread(target=listen, name="requests", daemon=True).start()
+
+    import keras_seq  # noqa: F401 - Keras, the backend and the layers load now, once
+
+    store = RunStore(Path(store_dir), recover=False)
+    while True:
+        request = runs.get()
+        if request is None:
+            return 0
+        run_id, resume = request
+        with state_lock:
+            current["run"] = run_id
+            if run_id in current["cancelled"]:
+                cancel.set()  # cancelled before it started: the engine records it so
+            else:
+                cancel.clear()
+        try:
+            record = train.run(
+                None,
+                store=store,
+                run_id=run_id,
+                resume=resume,
+                callbacks=[MessageCallback(send)],
+                cancel=cancel,
+            )
+            status, error = record.status, record.error
+        except Exception as failure:  # engine.run records what it can
+            status, error = "failed", f"{type(failure).__name__}: {failure}"
+        with state_lock:
+            current["run"] = None
+        send("end", {"status": status, "error": error})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,303 @@
+"""Export a finished run's model: a `.keras` file, a TensorFlow SavedModel, or a Python script.
+
+    export(store, run_id, "keras")       <run>/model.keras (written by the engine)
+    export(store, run_id, "savedmodel")  <run>/export/savedmodel/ and savedmodel.zip
+    export(store, run_id, "python")      <run>/export/model.py
+
+- `keras`: the model as the engine saved it; loads with
+  `keras.saving.load_model(path, safe_mode=True)` (import keras_seq first, so
+  that its layers are registered).
+- `savedmodel`: `model.export(path, format="tf_saved_model")`, a SavedModel
+  whose `serve` endpoint runs the model and loads with TensorFlow alone
+  (`tf.saved_model.load(path).serve(x)`); for an encoder–decoder (a model with
+  `encode` and `decode_step`, such as `keras_seq.models.Seq2Seq`) it is the
+  `Translator`'s export instead, whose `serve` maps source ids to greedy
+  target ids. Zipped as well, for downloading.
+- `python`: a standalone script whose `build_model()` rebuilds the same
+  architecture with keras and keras_seq layers, each layer a constructor call
+  with literal arguments (`builder_ui.results.model_source`). It is checked before it
+  is written: run here, it must give the same parameter count and the same
+  layer configs.
+
+Only a `done` run has a model: a diverged, failed or cancelled run exports
+nothing. Every file is written to a temporary name and renamed into place, and
+recorded as an artifact of the run (`RunStore.set_artifact`). `out=` also
+copies the export there (atomically too).
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from builder_ui.builders import load_spec, load_task
+from builder_ui.engine import devices
+from builder_ui.engine.store import RunNotFoundError, RunStore
+from builder_ui.engine.train import MODEL_FILE
+from builder_ui.results.model_source import SourceError, model_source
+from builder_ui.specs import dump_spec
+
+FORMATS = ("keras", "savedmodel", "python")
+EXPORT_DIR = "export"
+SAVEDMODEL_DIR = "savedmodel"
+SAVEDMODEL_ZIP = "savedmodel.zip"
+PYTHON_FILE = "model.py"
+
+
+class ExportError(ValueError):
+    """A run that cannot be exported in the format asked for; the message says why."""
+
+
+def check_format(format: str) -> str:
+    if format not in FORMATS:
+        raise ExportError(
+            f"Received an invalid value for argument `format`, expected one of "
+            f"{', '.join(repr(f) for f in FORMATS)}, got {format!r}."
+        )
+    return format
+
+
+def finished_record(store: RunStore, run_id: str):
+    """The record of a run that has a model to export, or an `ExportError` saying why not."""
+
+    try:
+        record = store.get(run_id, history=False)
+    except RunNotFoundError as error:
+        raise ExportError(str(error)) from None
+    if record.status != "done":
+        why = {
+            "diverged": "its loss became NaN or infinite, so no model was saved",
+            "failed": "it failed, so no model was saved",
+            "cancelled": "it was cancelled, so no model was saved",
+            "interrupted": "it was interrupted; resume it first (keras-seq resume)",
+            "running": "it is still training",
+            "queued": "it has not started",
+        }[record.status]
+        raise ExportError(
+            f"Run {run_id!r} is {record.status!r}: only a finished ('done') run can be "
+            f"exported; {why}."
+        )
+    if (
+        MODEL_FILE not in record.artifacts
+        or not (store.directory / record.artifacts[MODEL_FILE]).is_file()
+    ):
+        raise ExportError(f"Run {run_id!r} is done but its {MODEL_FILE} is missing from the store.")
+    return record
+
+
+def load_trained_model(store: RunStore, run_id: str) -> Any:
+    """The trained model of a finished run, loaded with `safe_mode=True`."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    import keras_seq  # noqa: F401 - registers keras_seq's layers and models for loading
+
+    finished_record(store, run_id)
+    return keras.saving.load_model(store.artifact_path(run_id, MODEL_FILE), safe_mode=True)
+
+
+def export(
+    store: RunStore, run_id: str, format: str, *, out: str | os.PathLike | None = None
+) -> Path:
+    """Export a finished run's model; see the module docstring for the formats.
+
+    Args:
+        store: The run store.
+        run_id: A `done` run.
+        format: `"keras"`, `"savedmodel"` or `"python"`.
+        out: Also copy the export to this path (a file, or for `savedmodel`
+            a directory; its parent is created). An existing file or
+            directory there is replaced.
+
+    Returns:
+        The path of the export: `out` if given, else the artifact in the
+        run's directory (for `savedmodel`, the directory; the zip is beside it).
+
+    Raises:
+        ExportError: An unknown format, a run that is not `done`, or a model
+            that cannot be exported in this format (with the reason).
+    """
+    check_format(format)
+    record = finished_record(store, run_id)
+    if format == "keras":
+        path = store.artifact_path(run_id, MODEL_FILE)
+    elif format == "savedmodel":
+        path = _export_savedmodel(store, record)
+    else:
+        path = _export_python(store, record)
+    if out is None:
+        return path
+    return _copy_out(path, Path(out))
+
+
+# --- SavedModel -------------------------------------------------------------------------------
+
+
+def _export_savedmodel(store: RunStore, record) -> Path:
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    if not _has_tensorflow():
+        raise ExportError(
+            "The 'savedmodel' format needs TensorFlow, which is not installed "
+            "(pip install tensorflow); export 'keras' or 'python' instead."
+        )
+    model = load_trained_model(store, record.id)
+    relative = f"{EXPORT_DIR}/{SAVEDMODEL_DIR}"
+    try:
+        with store.atomic_artifact(record.id, relative) as path:
+            if _is_encoder_decoder(model):
+                _translator(model, record).export_saved_model(path)
+            else:
+                model.export(str(path), format="tf_saved_model", verbose=False)
+    except ExportError:
+        raise
+    except Exception as error:
+        raise ExportError(
+            f"Run {record.id!r}: the model could not be exported as a SavedModel with the "
+            f"{keras.backend.backend()} backend: {type(error).__name__}: {error}"
+        ) from error
+    directory = store.artifact_path(record.id, SAVEDMODEL_DIR)
+    with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{SAVEDMODEL_ZIP}") as zip_path:
+        base = zip_path.with_suffix("")
+        archive = shutil.make_archive(
+            str(base), "zip", root_dir=directory.parent, base_dir=SAVEDMODEL_DIR
+        )
+        os.replace(archive, zip_path)
+    return directory
+
+
+def _has_tensorflow() -> bool:
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _is_encoder_decoder(model: Any) -> bool:
+    return (
+        callable(getattr(model, "encode", None)) and callable(getattr(model, "decode_step", None))
+    ) or hasattr(model, "export_saved_model")
+
+
+def _translator(model: Any, record) -> Any:
+    """A `Translator` around a trained encoder–decoder, with its task's vocabularies."""
+    if hasattr(model, "export_saved_model"):
+        return model  # already a Translator
+    try:
+        # Keras loads on first use, not on import (specs and the app start without it).
+        from keras_seq.models.translator import Translator
+    except ImportError:
+        raise ExportError(
+            f"Run {record.id!r} trained an encoder–decoder, whose SavedModel is written by "
+            "keras_seq.models.translator, which this keras_seq does not have."
+        ) from None
+
+    task = load_task(load_spec(record.spec))
+    if getattr(task, "source_vocabulary", None) is None or task.target_vocabulary is None:
+        raise ExportError(
+            f"Run {record.id!r}: task {task.name!r} has no vocabularies, which the "
+            "encoder–decoder's SavedModel needs."
+        )
+    max_length = task.targets.length
+    limit = getattr(model, "max_decode_length", None)
+    if limit is not None:
+        max_length = min(max_length, limit)
+    return Translator(model, task.source_vocabulary, task.target_vocabulary, max_length=max_length)
+
+
+# --- Python -----------------------------------------------------------------------------------
+
+
+def _export_python(store: RunStore, record) -> Path:
+
+    model = load_trained_model(store, record.id)
+    if hasattr(model, "export_saved_model") and hasattr(model, "model"):
+        model = model.model  # a Translator: the architecture is its encoder–decoder's
+    try:
+        with devices.dtype_policy("float32"):  # the script runs under the default policy
+            source = model_source(model, docstring=_docstring(record, model))
+    except SourceError as error:
+        raise ExportError(f"Run {record.id!r}: {error}") from error
+    with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{PYTHON_FILE}") as path:
+        path.write_text(source, encoding="utf-8")
+    return store.artifact_path(record.id, PYTHON_FILE)
+
+
+def _docstring(record, model) -> str:
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    import keras_seq
+
+    spec_text = dump_spec(load_spec(record.spec)).rstrip()
+    spec_lines = "\n".join(f"    {line}" for line in spec_text.splitlines())
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"""Run {record.id} ({record.name}): its architecture, rebuilt with keras_seq.
+
+Written by `keras-seq export {record.id} --format python` (keras_seq {keras_seq.__version__},
+Keras {keras.__version__}) on {date}. `build_model()` returns an uncompiled model with the
+same layers and layer configs as the trained one ({model.count_params():,} parameters), with
+fresh weights. To copy in the trained weights:
+
+    trained = keras.saving.load_model("model.keras")  # from `--format keras`
+    model.set_weights(trained.get_weights())
+
+The run's precision was {record.precision or "float32"}; the script runs under Keras's default
+dtype policy, and layers that used another carry it as their `dtype` argument.
+
+The experiment spec it trained with:
+
+{spec_lines}"""
+
+
+# --- Copying out ------------------------------------------------------------------------------
+
+
+def _copy_out(source: Path, target: Path) -> Path:
+    """Copy a file or directory to `target` through a temporary name beside it."""
+    target = target.expanduser()
+    if target.exists() and target.is_dir() and source.is_file():
+        target = target / source.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = Path(
+        tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-")
+        if source.is_dir()
+        else target.with_name(f".{target.name}.tmp-{secrets.token_hex(4)}")
+    )
+    try:
+        if source.is_dir():
+            shutil.rmtree(temporary)
+            shutil.copytree(source, temporary)
+            if target.exists():
+                old = target.with_name(f".{target.name}.old-{secrets.token_hex(4)}")
+                os.replace(target, old)
+                os.replace(temporary, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(temporary, target)
+        else:
+            shutil.copyfile(source, temporary)
+            os.replace(temporary, target)
+    finally:
+        if temporary.is_dir():
+            shutil.rmtree(temporary, ignore_errors=True)
+        elif temporary.exists():
+            temporary.unlink()
+    return target
+
+
+__all__ = [
+    "FORMATS",
+    "ExportError",
+    "check_format",
+    "export",
+    "finished_record",
+    "load_trained_model",
+]

@@ -1,0 +1,451 @@
+"""Looking inside a trained run: predictions, attention, gradient flow and positions.
+
+Every function takes a run's loaded model and its task data (the task is made
+again from the run's spec, which is seeded, so it is the data the run saw):
+
+- `predict`: the model's output for an input the user types, or for an
+  example of the validation split: class probabilities, a regression value,
+  a translation (with where each output word attended), a sorting order
+  (with the pointer distributions), or an image's class.
+- `gradient_flow_figure`: ‖∂L/∂x_t‖ against the lag for each recurrent layer
+  of the model, with its trained weights (`keras_seq.diagnostics`).
+- `positional_figure`: the sinusoidal encoding the model adds, as a heatmap.
+- `vit_similarity_figure`: how similar the ViT's learned position
+  embeddings are, on the patch grid (Dosovitskiy et al. 2020, figure 7).
+
+Typed inputs, by task:
+
+- text (translation, labelled text): words, cut by the task's vocabulary;
+- token ids (`long_lag` with `encoding: ids`): integers separated by spaces;
+- numbers: one value per step separated by spaces, or for several features
+  per step `a,b,c` per step; for one-hot inputs (`long_lag`), a symbol index
+  per step (`0 3 5 …`) is one-hot encoded.
+
+Shorter inputs are padded with zeros to the task's length; longer ones are
+refused with the length allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+MAX_TYPED_CHARS = 10_000
+MAX_GRADIENT_STEPS = 200
+MAX_SHOWN_CLASSES = 10
+
+
+class InspectError(ValueError):
+    """An input or a request the chosen run cannot answer; the message says why."""
+
+
+@dataclass
+class Prediction:
+    """What a model made of one input.
+
+    Attributes:
+        summary: Markdown: the input as the model read it, the output, the
+            reference when the input came from the validation split.
+        headers, rows: A table (class probabilities, pointer order, ...).
+        figure: A matplotlib figure (attention or pointer heatmap, or the
+            image), or None.
+    """
+
+    summary: str
+    headers: list[str] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
+    figure: Any = None
+
+
+def model_kind(spec: dict[str, Any]) -> str:
+    """`seq2seq`, `pointer`, `vit`, `classifier`, `regressor` or `other`, from the run's spec."""
+    model_type = spec.get("model", {}).get("type")
+    return {
+        "seq2seq": "seq2seq",
+        "pointer_network": "pointer",
+        "vision_transformer": "vit",
+        "sequence_classifier": "classifier",
+        "sequence_regressor": "regressor",
+    }.get(model_type, "other")
+
+
+def _example_index(task: Any, index: Any) -> int:
+    count = len(task.x_val)
+    try:
+        index = int(index)
+    except (TypeError, ValueError):
+        raise InspectError(f"Example number: expected an integer, got {index!r}.") from None
+    if not 0 <= index < count:
+        raise InspectError(
+            f"Example number: expected 0 to {count - 1} (the validation split has {count} "
+            f"examples), got {index}."
+        )
+    return index
+
+
+def _typed(text: str) -> str:
+    text = (text or "").strip()
+    if len(text) > MAX_TYPED_CHARS:
+        raise InspectError(f"Input: at most {MAX_TYPED_CHARS:,} characters, got {len(text):,}.")
+    return text
+
+
+# ---------------------------------------------------------------------------
+# Sequence inputs
+
+
+def parse_sequence(text: str, task: Any) -> np.ndarray:
+    """One input sequence `(1, length, …)` for the task, from typed text (see module docstring)."""
+    inputs = task.inputs
+    length = int(inputs.length)
+    if inputs.kind == "tokens":
+        vocabulary = task.source_vocabulary
+        if vocabulary is not None:
+            ids = vocabulary.encode(text)
+            if not ids:
+                raise InspectError("Input: type at least one word.")
+        else:
+            ids = []
+            for item in re.split(r"[\s,;]+", text):
+                if not item:
+                    continue
+                try:
+                    value = int(item)
+                except ValueError:
+                    raise InspectError(
+                        f"Input: expected token ids (integers 0 to {inputs.vocab_size - 1}) "
+                        f"separated by spaces, got {item!r}."
+                    ) from None
+                if not 0 <= value < inputs.vocab_size:
+                    raise InspectError(
+                        f"Input: token ids must be 0 to {inputs.vocab_size - 1}, got {value}."
+                    )
+                ids.append(value)
+        if len(ids) > length:
+            raise InspectError(f"Input: at most {length} tokens for this task, got {len(ids)}.")
+        array = np.zeros((1, length), dtype=np.int32)
+        array[0, : len(ids)] = ids
+        return array
+    features = int(inputs.features)
+    steps = [step for step in re.split(r"[\s;]+", text) if step]
+    if not steps:
+        raise InspectError("Input: type the values of at least one step.")
+    if len(steps) > length:
+        raise InspectError(f"Input: at most {length} steps for this task, got {len(steps)}.")
+    array = np.zeros((1, length, features), dtype=np.float32)
+    for position, step in enumerate(steps):
+        values = [v for v in step.split(",") if v]
+        try:
+            numbers = [float(v) for v in values]
+        except ValueError:
+            raise InspectError(
+                f"Input, step {position + 1}: expected numbers, got {step!r}."
+            ) from None
+        if not all(math.isfinite(v) for v in numbers):
+            raise InspectError(
+                f"Input, step {position + 1}: expected finite numbers, got {step!r}."
+            )
+        if features > 1 and len(numbers) == 1 and numbers[0].is_integer():
+            symbol = int(numbers[0])
+            if not 0 <= symbol < features:
+                raise InspectError(
+                    f"Input, step {position + 1}: a symbol index must be 0 to {features - 1}, "
+                    f"got {symbol}."
+                )
+            array[0, position, symbol] = 1.0
+        elif len(numbers) == features:
+            array[0, position] = numbers
+        else:
+            raise InspectError(
+                f"Input, step {position + 1}: expected {features} comma-separated values "
+                f"(or one symbol index 0 to {features - 1}), got {len(numbers)}."
+            )
+    return array
+
+
+def describe_sequence(array: np.ndarray, task: Any) -> str:
+    """The input as the model reads it, in words."""
+    inputs = task.inputs
+    row = array[0]
+    if inputs.kind == "tokens":
+        if task.source_vocabulary is not None:
+            return task.source_vocabulary.decode(row.tolist()) or "(empty)"
+        return " ".join(str(int(v)) for v in row)
+    if row.ndim == 2 and row.shape[1] > 1 and np.all((row == 0) | (row == 1)):
+        symbols = ["·" if not step.any() else str(int(step.argmax())) for step in row]
+        return "symbols " + " ".join(symbols)
+    if row.ndim == 2 and row.shape[1] == 1:
+        return " ".join(f"{v:.3g}" for v in row[:, 0])
+    return " ".join("(" + ",".join(f"{v:.3g}" for v in step) + ")" for step in row)
+
+
+def _class_names(task: Any) -> list[str]:
+    classes = (task.params or {}).get("classes")
+    count = int(task.targets.num_classes or 0)
+    if classes and len(classes) == count:
+        return [str(c) for c in classes]
+    return [str(i) for i in range(count)]
+
+
+def _classify(
+    model: Any, x: np.ndarray, task: Any, reference: Any, *, show_input: bool = True
+) -> Prediction:
+    probabilities = np.asarray(model.predict(x, verbose=0))[0]
+    names = _class_names(task)
+    order = np.argsort(-probabilities)[:MAX_SHOWN_CLASSES]
+    rows = [[names[i], round(float(probabilities[i]), 4)] for i in order]
+    lines = [f"**Input:** `{describe_sequence(x, task)}`"] if show_input else []
+    lines.append(
+        f"**Predicted class:** `{names[int(order[0])]}` (p = {probabilities[order[0]]:.3f})"
+    )
+    if reference is not None:
+        lines.append(f"**True class:** `{names[int(reference)]}`")
+    return Prediction("\n\n".join(lines), ["class", "probability"], rows)
+
+
+def _regress(model: Any, x: np.ndarray, task: Any, reference: Any) -> Prediction:
+    values = np.asarray(model.predict(x, verbose=0))[0].reshape(-1)
+    lines = [
+        f"**Input:** `{describe_sequence(x, task)}`",
+        "**Predicted:** " + ", ".join(f"{v:.4g}" for v in values),
+    ]
+    if reference is not None:
+        lines.append("**True value:** " + ", ".join(f"{v:.4g}" for v in np.ravel(reference)))
+    rows = [[f"output {i}", round(float(v), 6)] for i, v in enumerate(values)]
+    return Prediction("\n\n".join(lines), ["output", "value"], rows)
+
+
+# ---------------------------------------------------------------------------
+# Per model kind
+
+
+def translator(model: Any, task: Any) -> Any:
+    """A `keras_seq.models.Translator` for a trained seq2seq model and its task's vocabularies."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    from keras_seq.models.translator import Translator
+
+    limit = getattr(model, "max_decode_length", None)
+    length = int(task.targets.length) + 1
+    if limit:
+        length = min(length, int(limit))
+    return Translator(model, task.source_vocabulary, task.target_vocabulary, max_length=length)
+
+
+def _translate(model: Any, task: Any, text: str, index: Any) -> Prediction:
+    reference = None
+    if not text:
+        i = _example_index(task, index)
+        text = task.source_vocabulary.decode(task.x_val[i].tolist())
+        reference = task.target_vocabulary.decode(task.y_val[i].tolist())
+    try:
+        output, alignment = translator(model, task).translate(text, return_attention=True)
+    except ValueError as error:
+        raise InspectError(f"Input: {error}") from None
+    lines = [f"**Source:** {text}", f"**Translation:** {output}"]
+    if reference is not None:
+        lines.append(f"**Reference:** {reference}")
+    figure = None
+    if alignment.weights.size and float(np.abs(alignment.weights).sum()) > 0:
+        figure = alignment.plot(title="Attention: output × source words")
+    else:
+        lines.append("_This model has no attention: nothing to draw._")
+    rows = [
+        [token, alignment.source_tokens[int(np.argmax(w))] if np.any(w) else ""]
+        for token, w in alignment.pairs()
+    ]
+    return Prediction(
+        "\n\n".join(lines), ["output word", "most attended source word"], rows, figure
+    )
+
+
+def _point(model: Any, task: Any, text: str, index: Any) -> Prediction:
+    # Keras loads on first use, not on import (specs and the app start without it).
+    from keras_seq.diagnostics import plot_alignment
+
+    reference = None
+    if text:
+        features = int(task.inputs.features)
+        steps = [s for s in re.split(r"[\s;]+", text) if s]
+        if len(steps) < 2:
+            raise InspectError("Input: type at least two numbers to sort.")
+        try:
+            values = [[float(v) for v in s.split(",")] for s in steps]
+        except ValueError:
+            raise InspectError("Input: expected numbers separated by spaces.") from None
+        if any(len(v) != features for v in values) or not np.all(np.isfinite(values)):
+            raise InspectError(f"Input: expected {features} finite value(s) per step.")
+        x = np.asarray(values, dtype=np.float32)[None]  # (1, n, features)
+    else:
+        i = _example_index(task, index)
+        x = task.x_val[i : i + 1]
+        reference = task.y_val[i]
+    pointers, probabilities = model.decode(x, return_probabilities=True)
+    order = pointers[0].tolist()
+    labels = [",".join(f"{value:.3g}" for value in step) for step in np.asarray(x[0]).tolist()]
+    lines = [
+        f"**Input:** {' '.join(labels)}",
+        f"**Pointers:** {' '.join(map(str, order))} → {' '.join(labels[j] for j in order)}",
+    ]
+    if reference is not None:
+        lines.append(f"**Target pointers:** {' '.join(str(int(j)) for j in reference)}")
+    figure = plot_alignment(
+        probabilities[0],
+        labels,
+        [f"step {s + 1}" for s in range(len(order))],
+        title="Pointer distributions: output step × input position",
+    )
+    rows = [[s + 1, j, labels[j]] for s, j in enumerate(order)]
+    return Prediction("\n\n".join(lines), ["step", "position", "value"], rows, figure)
+
+
+def _image(model: Any, task: Any, text: str, index: Any) -> Prediction:
+    # matplotlib loads when a figure is drawn, not on import.
+    from matplotlib.figure import Figure
+
+    if text:
+        raise InspectError(
+            "Input: a ViT reads images; leave the text empty and choose an example number."
+        )
+    i = _example_index(task, index)
+    x = task.x_val[i : i + 1]
+    prediction = _classify(model, x, task, task.y_val[i], show_input=False)
+    figure = Figure(figsize=(3, 3), layout="constrained")
+    axes = figure.add_subplot()
+    image = x[0]
+    axes.imshow(image[..., 0] if image.shape[-1] == 1 else image, cmap="gray")
+    axes.set_title(f"validation example {i}")
+    axes.set_axis_off()
+    prediction.figure = figure
+    return prediction
+
+
+def predict(model: Any, task: Any, spec: dict[str, Any], text: str, index: Any = 0) -> Prediction:
+    """The model's output for typed `text`, or for validation example `index` if it is empty.
+
+    Raises:
+        InspectError: an input the task cannot read, or an example number out of range.
+    """
+    text = _typed(text)
+    kind = model_kind(spec)
+    if kind == "seq2seq":
+        return _translate(model, task, text, index)
+    if kind == "pointer":
+        return _point(model, task, text, index)
+    if kind == "vit":
+        return _image(model, task, text, index)
+    if text:
+        x = parse_sequence(text, task)
+        reference = None
+    else:
+        i = _example_index(task, index)
+        x, reference = task.x_val[i : i + 1], task.y_val[i]
+    if task.targets.kind == "classification":
+        return _classify(model, x, task, reference)
+    if task.targets.kind == "regression":
+        return _regress(model, x, task, reference)
+    raise InspectError(f"Predictions for model type {spec['model']['type']!r} are not shown here.")
+
+
+# ---------------------------------------------------------------------------
+# Diagnostics
+
+
+def _all_layers(model: Any) -> list[Any]:
+    seen, found = set(), []
+    stack = list(reversed(model.layers))
+    while stack:
+        layer = stack.pop()
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        found.append(layer)
+        stack.extend(reversed(getattr(layer, "layers", []) or []))
+        for attr in ("forward_layer", "backward_layer"):
+            inner = getattr(layer, attr, None)
+            if inner is not None:
+                stack.append(inner)
+    return found
+
+
+def recurrent_layers(model: Any) -> list[Any]:
+    """The model's recurrent layers (`keras.layers.RNN` and subclasses, inside wrappers too)."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    return [
+        layer
+        for layer in _all_layers(model)
+        if isinstance(layer, keras.layers.RNN) and getattr(layer.cell, "built", False)
+    ]
+
+
+def gradient_flow_figure(model: Any, sequence_length: int, *, title: str | None = None) -> Any:
+    """‖∂L/∂x_t‖ against the lag for each trained recurrent layer, on one log-scale figure."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    from keras_seq.diagnostics import gradient_flow, plot_gradient_flow
+
+    layers = recurrent_layers(model)
+    if not layers:
+        raise InspectError(
+            "This model has no recurrent layer (keras.layers.RNN): gradient flow is measured "
+            "through an RNN's steps."
+        )
+    length = int(sequence_length)
+    if not 2 <= length <= MAX_GRADIENT_STEPS:
+        raise InspectError(f"Steps: expected 2 to {MAX_GRADIENT_STEPS}, got {length}.")
+    frames = {layer.name: gradient_flow(layer, length) for layer in layers}
+    return plot_gradient_flow(frames, title=title or "Gradient flow through time (trained weights)")
+
+
+def positional_figure(model: Any | None, task: Any | None, *, d_model: int = 64, length: int = 50):
+    """The sinusoidal positional encoding of the model (or of `d_model` × `length`)."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    from keras_seq.diagnostics import plot_positional_encoding
+    from keras_seq.layers import SinusoidalPositionalEncoding
+
+    title = f"Sinusoidal positional encoding, d = {d_model}, {length} positions"
+    if model is not None:
+        layers = [
+            layer for layer in _all_layers(model) if isinstance(layer, SinusoidalPositionalEncoding)
+        ]
+        if layers:
+            layer = layers[0]
+            width = _last_dim(layer)
+            if width:
+                d_model = width
+            if task is not None and getattr(task.inputs, "length", None):
+                length = int(task.inputs.length)
+            title = f"What `{layer.name}` adds: d = {d_model}, {length} positions"
+    return plot_positional_encoding(int(d_model), int(length), title=title)
+
+
+def _last_dim(layer: Any) -> int | None:
+    config = layer.get_build_config() or {}
+    shape = config.get("input_shape")
+    if shape and shape[-1]:
+        return int(shape[-1])
+    return None
+
+
+def vit_similarity_figure(model: Any) -> Any:
+    """Cosine similarity of the ViT's learned patch position embeddings, on the patch grid."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    from keras_seq.diagnostics import plot_position_similarity
+    from keras_seq.layers import LearnedPositionalEmbedding, PatchEmbedding
+
+    layers = _all_layers(model)
+    if not any(isinstance(layer, PatchEmbedding) for layer in layers) or not any(
+        isinstance(layer, LearnedPositionalEmbedding) for layer in layers
+    ):
+        raise InspectError(
+            "This model is not a Vision Transformer with learned position embeddings; choose a "
+            "vision_transformer run."
+        )
+    try:
+        return plot_position_similarity(model)
+    except ValueError as error:
+        raise InspectError(str(error)) from None

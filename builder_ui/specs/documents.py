@@ -1,0 +1,160 @@
+"""Spec documents: YAML and JSON text or files in, plain data out, and specs back to text.
+
+Reading is strict where YAML is loose: duplicate keys are refused (with the
+line of the first), `1e-3` is a number (YAML 1.2, not 1.1's string), and JSON's
+`NaN`/`Infinity` are refused. A syntax error becomes a `SpecError` naming the
+line and column. Nothing here validates fields: `builder_ui.specs.validation`
+does that with the builders' types.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from builder_ui.specs.errors import SpecError
+from builder_ui.specs.models import ExperimentSpec
+
+# A spec is a page of text; anything larger is not a spec.
+MAX_SPEC_BYTES = 1_000_000
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """Safe YAML that refuses duplicate keys and reads `1e-3` as a number (YAML 1.2)."""
+
+
+def _construct_mapping(loader: _SpecLoader, node: yaml.MappingNode, deep: bool = False):
+    seen = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r} (first on line {seen[key] + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def parse_yaml(text: str, source: str = "") -> Any:
+    """Parse YAML text safely; a syntax error becomes a `SpecError` with its line and column."""
+    try:
+        return yaml.load(text, Loader=_SpecLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        problem = error.problem or error.context or "unreadable"
+        raise SpecError(f"{_source(source)}malformed YAML at {where}: {problem}") from None
+    except yaml.YAMLError as error:
+        raise SpecError(f"{_source(source)}malformed YAML: {error}") from None
+
+
+def parse_json(text: str, source: str = "") -> Any:
+    """Parse JSON text; a syntax error becomes a `SpecError` with its line and column."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as error:
+        raise SpecError(
+            f"{_source(source)}malformed JSON at line {error.lineno}, column "
+            f"{error.colno}: {error.msg}"
+        ) from None
+
+
+def _source(source: str) -> str:
+    return f"{source}: " if source else ""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+
+
+def read_spec_file(path: str | Path) -> Any:
+    """Read a `.yaml`, `.yml` or `.json` spec file into plain data (not validated)."""
+    path = Path(path)
+    source = str(path)
+    if path.suffix.lower() not in SPEC_SUFFIXES:
+        raise SpecError(
+            f"{source}: expected a file ending in {', '.join(SPEC_SUFFIXES)}, got {path.suffix!r}"
+        )
+    if not path.is_file():
+        raise SpecError(f"{source}: no such spec file")
+    size = path.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(
+            f"{source}: {size:,} bytes is too large for a spec (at most {MAX_SPEC_BYTES:,})"
+        )
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise SpecError(f"{source}: not UTF-8 text (line {line}: {error.reason})") from None
+    if path.suffix.lower() == ".json":
+        return parse_json(text, source)
+    return parse_yaml(text, source)
+
+
+def read_document(source: str | Path | Mapping[str, Any]) -> Any:
+    """The plain data of a spec given as a file path, YAML or JSON text, or a mapping.
+
+    Args:
+        source: A `Path`, or a string naming an existing `.yaml`/`.yml`/`.json`
+            file; otherwise a string is parsed as YAML (which JSON also is); a
+            mapping is returned as it is.
+
+    Raises:
+        SpecError: for an unreadable file or malformed YAML/JSON (with the line).
+    """
+    if isinstance(source, Mapping):
+        return source
+    if isinstance(source, Path):
+        return read_spec_file(source)
+    if not isinstance(source, str):
+        raise SpecError(
+            f"expected a path, YAML or JSON text, or a mapping, got {type(source).__name__}"
+        )
+    if _looks_like_path(source):
+        return read_spec_file(source)
+    return parse_yaml(source)
+
+
+def _looks_like_path(text: str) -> bool:
+    return "\n" not in text and text.strip().lower().endswith(SPEC_SUFFIXES)
+
+
+def dump_spec(spec: ExperimentSpec, format: str = "yaml") -> str:
+    """Write a spec as YAML or JSON text that `load_spec` reads back to an equal spec.
+
+    Args:
+        spec: The spec.
+        format: `"yaml"` (default) or `"json"`.
+    """
+    if format not in ("yaml", "json"):
+        raise ValueError(
+            f"Received an invalid value for argument `format`, expected 'yaml' or 'json', "
+            f"got {format!r}."
+        )
+    data = spec.to_dict()
+    if format == "json":
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+# ---------------------------------------------------------------------------
+# JSON Schema

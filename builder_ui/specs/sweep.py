@@ -1,0 +1,155 @@
+"""The sweep space: a spec's `sweep:` section as combinations of values, each a document.
+
+    name: attention
+    sweep:
+      method: grid                       # or random, with num_trials and seed
+      parameters:
+        model.attention: [null, bahdanau, luong_general]
+        train.learning_rate: [0.001, 0.01]
+
+`trial_documents(spec)` gives each trial's document, named `"{name}-{i}"` (`i`
+from 0), without its `sweep` section: `grid` takes every combination, the first
+parameter varying slowest; `random` draws `num_trials` distinct combinations
+with `seed`. A parameter must name a field that the spec has
+(`model.encoder.units`, not `model.units` when the units live in the encoder);
+`check_paths` refuses an unknown path when the spec is validated. The trials'
+documents are validated by the builders (`builder_ui.builders.sweeps`), which
+know the task and model types.
+
+`sweep_id(spec)` is a stable id for the sweep (a hash of the whole spec), so
+that the trials' runs can be grouped; the engine records it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from builder_ui.specs.errors import SpecError
+from builder_ui.specs.models import MAX_SWEEP_TRIALS, ExperimentSpec
+
+SWEEPABLE_SECTIONS = ("task", "model", "train")
+
+
+@dataclass(frozen=True)
+class TrialDocument:
+    """One combination of a sweep, not yet validated: its index, the values it sets, its data."""
+
+    index: int
+    values: dict[str, Any]
+    data: dict[str, Any]
+
+
+def _key_path(key: str) -> str:
+    return f"sweep.parameters[{json.dumps(key)}]"
+
+
+def check_paths(spec: ExperimentSpec) -> None:
+    """Refuse sweep parameters that name no field of the spec, or too many combinations.
+
+    Raises:
+        SpecError: at `sweep.parameters["<path>"]`, listing the fields there.
+    """
+    if spec.sweep is None:
+        return
+    data = spec.to_dict()
+    problems = []
+    for key in spec.sweep.parameters:
+        parts = key.split(".")
+        if parts[0] not in SWEEPABLE_SECTIONS:
+            problems.append(
+                (
+                    _key_path(key),
+                    f"expected a field path under {', '.join(SWEEPABLE_SECTIONS)} (e.g. "
+                    f"train.learning_rate), got {key!r}",
+                )
+            )
+            continue
+        node: Any = data
+        for depth, part in enumerate(parts):
+            if not isinstance(node, dict) or part not in node:
+                parent = ".".join(parts[:depth])
+                fields = sorted(node) if isinstance(node, dict) else []
+                hint = f"; {parent} has fields: {', '.join(fields)}" if fields else ""
+                problems.append((_key_path(key), f"unknown field path {key!r}{hint}"))
+                break
+            node = node[part]
+    size = grid_size(spec)
+    if size > MAX_SWEEP_TRIALS:
+        problems.append(
+            (
+                "sweep.parameters",
+                f"{size:,} combinations, more than {MAX_SWEEP_TRIALS:,}; sweep fewer values "
+                "or use method: random",
+            )
+        )
+    elif spec.sweep.method == "random" and spec.sweep.num_trials > size:
+        problems.append(
+            (
+                "sweep.num_trials",
+                f"expected at most {size} (the number of distinct combinations), "
+                f"got {spec.sweep.num_trials}",
+            )
+        )
+    if problems:
+        raise SpecError(problems)
+
+
+def grid_size(spec: ExperimentSpec) -> int:
+    """The number of combinations of the sweep's values (1 without a sweep)."""
+    if spec.sweep is None:
+        return 1
+    return math.prod(len(values) for values in spec.sweep.parameters.values())
+
+
+def _combination(parameters: dict[str, list[Any]], index: int) -> dict[str, Any]:
+    """The `index`-th combination of the grid, the last parameter varying fastest."""
+    values = {}
+    for key in reversed(list(parameters)):
+        options = parameters[key]
+        index, position = divmod(index, len(options))
+        values[key] = options[position]
+    return {key: values[key] for key in parameters}
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    parts = path.split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node[part]
+    node[parts[-1]] = copy.deepcopy(value)
+
+
+def trial_documents(spec: ExperimentSpec) -> list[TrialDocument]:
+    """The documents of a sweep's trials (see the module docstring); `[]` without a sweep."""
+    if spec.sweep is None:
+        return []
+    check_paths(spec)
+    sweep = spec.sweep
+    size = grid_size(spec)
+    if sweep.method == "grid":
+        indices = list(range(size))
+    else:
+        indices = random.Random(sweep.seed).sample(range(size), sweep.num_trials)
+    base = spec.to_dict()
+    base["sweep"] = None
+    documents = []
+    for number, index in enumerate(indices):
+        values = _combination(sweep.parameters, index)
+        data = copy.deepcopy(base)
+        data["name"] = f"{spec.name}-{number}"
+        for key, value in values.items():
+            _set(data, key, value)
+        documents.append(TrialDocument(number, values, data))
+    return documents
+
+
+def sweep_id(spec: ExperimentSpec) -> str:
+    """A stable 12-hex-digit id of a sweep: the same spec always gives the same id."""
+    canonical = json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]

@@ -1,10 +1,13 @@
 """`seq2seq`: an encoder–decoder from source token ids to target token ids.
 
-Built by `keras_seq.models.seq2seq`. `architecture: rnn` is the model of
-Sutskever et al. (2014), with the attention of Bahdanau et al. (2015) or
-Luong et al. (2015) as options; `architecture: transformer` is the
-encoder–decoder Transformer of Vaswani et al. (2017). Fields of the other
-architecture are refused rather than ignored (they stay null).
+Built by `keras_seq.models.seq2seq`. `architecture` is a section of its own,
+discriminated by its `type`, holding only that architecture's fields:
+`{type: rnn, ...}` is the model of Sutskever et al. (2014), with the attention
+of Bahdanau et al. (2015) or Luong et al. (2015) as options;
+`{type: transformer, ...}` is the encoder–decoder Transformer of Vaswani et
+al. (2017). `architecture: transformer` alone takes that architecture's
+defaults, so `--set model.architecture=transformer` or a sweep over
+`model.architecture: [rnn, transformer]` switches between them.
 
 Training is teacher-forced: `model.fit` gets `{"source": x, "target": y}` and
 `y`, compiled with a cross-entropy and a token accuracy that leave padding
@@ -19,7 +22,9 @@ words unseen in training read `<unk>` on both sides):
 Spec example:
 
     task: {type: toy_translation, n: 2000, max_len: 12}
-    model: {type: seq2seq, architecture: rnn, cell: gru, units: 64, attention: bahdanau}
+    model:
+      type: seq2seq
+      architecture: {type: rnn, cell: gru, units: 64, attention: bahdanau}
 """
 
 from __future__ import annotations
@@ -32,89 +37,45 @@ from pydantic import Field, model_validator
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.sequence import Layers, Rate, Units
-from builder_ui.specs import ModelParams
+from builder_ui.specs import ModelParams, StrictModel, TypeShorthand
 
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")
 LUONG = ("luong_dot", "luong_general", "luong_concat")
 MAX_LAYER_PARAMS = 2**31  # keras_seq.validation.MAX_LAYER_PARAMS
 
-# The RNN's fields, its defaults when null, and the Transformer's.
-RNN_DEFAULTS = {
-    "cell": "lstm",
-    "units": 64,
-    "bidirectional": False,
-    "input_feeding": False,
-    "embedding_dim": 64,
-}
-TRANSFORMER_DEFAULTS = {
-    "embed_dim": 64,
-    "num_heads": 4,
-    "ff_dim": 128,
-    "norm_first": False,
-    "max_length": 128,
-    "positions": "sinusoidal",
-}
-RNN_ONLY = (*RNN_DEFAULTS, "attention", "attention_units")
 
-
-class Seq2SeqParams(ModelParams):
-    """The encoder–decoder's fields (see `keras_seq.models.Seq2Seq` for each).
+class RNNArchitecture(StrictModel):
+    """The RNN encoder–decoder (`keras_seq.models.RNNSeq2Seq`).
 
     Args:
-        architecture: `rnn` or `transformer`.
-        num_layers: Encoder and decoder layers (RNN layers or blocks).
-        reverse_source: Read each source backwards (Sutskever et al. 2014).
-        dropout: Dropout rate.
-        cell, units, bidirectional, attention, attention_units,
-            input_feeding, embedding_dim: RNN only; null means the default
-            (`lstm`, 64, false, no attention, `units`, false, 64).
-        embed_dim, num_heads, ff_dim, norm_first, max_length, positions:
-            Transformer only; null means the default (64, 4, 128, false,
-            128, `sinusoidal`).
+        cell: `simple`, `gru`, `lstm` or `cec_lstm` (the 1997 LSTM).
+        units: Width of the encoder and the decoder (a bidirectional
+            encoder has `units / 2` per direction).
+        bidirectional: Read the source both ways.
+        attention: null (the fixed context vector of Sutskever et al. 2014),
+            `bahdanau` (additive) or `luong_dot` / `luong_general` /
+            `luong_concat` (multiplicative).
+        attention_units: Width of the additive score (`bahdanau`,
+            `luong_concat`); null for `units`.
+        input_feeding: Feed the attentional vector into the next step (Luong).
+        embedding_dim: Width of the token vectors.
     """
 
-    type: Literal["seq2seq"] = "seq2seq"
-    architecture: Literal["rnn", "transformer"] = "rnn"
-    num_layers: Layers = 1
-    reverse_source: bool = False
-    dropout: Rate = 0.0
-    # RNN
-    cell: Literal["simple", "gru", "lstm", "cec_lstm"] | None = None
-    units: Units | None = None
-    bidirectional: bool | None = None
+    type: Literal["rnn"] = "rnn"
+    cell: Literal["simple", "gru", "lstm", "cec_lstm"] = "lstm"
+    units: Units = 64
+    bidirectional: bool = False
     attention: Literal["bahdanau", "luong_dot", "luong_general", "luong_concat"] | None = None
     attention_units: Units | None = None
-    input_feeding: bool | None = None
-    embedding_dim: Units | None = None
-    # Transformer
-    embed_dim: Units | None = None
-    num_heads: Units | None = None
-    ff_dim: Units | None = None
-    norm_first: bool | None = None
-    max_length: Annotated[int, Field(ge=1, le=2**20)] | None = None
-    positions: Literal["sinusoidal", "learned"] | None = None
+    input_feeding: bool = False
+    embedding_dim: Units = 64
 
     @model_validator(mode="after")
-    def _fields_of_one_architecture(self) -> Seq2SeqParams:
-        other = TRANSFORMER_DEFAULTS if self.architecture == "rnn" else RNN_ONLY
-        for name in other:
-            if getattr(self, name) is not None:
-                raise ValueError(
-                    f"{name}: not a field of architecture {self.architecture!r} (leave it out "
-                    f"or null), got {getattr(self, name)!r}"
-                )
-        options = self.arguments()
-        if self.architecture == "transformer":
-            if options["embed_dim"] % options["num_heads"]:
-                raise ValueError(
-                    f"num_heads: expected a divisor of embed_dim={options['embed_dim']} (each "
-                    f"head gets embed_dim / num_heads features), got {options['num_heads']}"
-                )
-            return self
-        if options["bidirectional"] and options["units"] % 2:
+    def _options_fit(self) -> RNNArchitecture:
+        if self.bidirectional and self.units % 2:
             raise ValueError(
                 f"units: expected an even number with bidirectional: true (each direction "
-                f"has units / 2), got {options['units']}"
+                f"has units / 2), got {self.units}"
             )
         if self.attention_units is not None and self.attention not in ("bahdanau", "luong_concat"):
             raise ValueError(
@@ -128,25 +89,69 @@ class Seq2SeqParams(ModelParams):
             )
         return self
 
+
+class TransformerArchitecture(StrictModel):
+    """The Transformer encoder–decoder (`keras_seq.models.TransformerSeq2Seq`).
+
+    Args:
+        embedding_dim: `d_model`, the width of every token vector.
+        num_heads: Attention heads; must divide `embedding_dim`.
+        ff_dim: Inner size of each block's feed-forward network.
+        norm_first: Pre-LN blocks instead of the paper's post-LN.
+        max_length: Longest sequence the positions cover.
+        positions: `sinusoidal` (fixed) or `learned`.
+    """
+
+    type: Literal["transformer"] = "transformer"
+    embedding_dim: Units = 64
+    num_heads: Units = 4
+    ff_dim: Units = 128
+    norm_first: bool = False
+    max_length: Annotated[int, Field(ge=1, le=2**20)] = 128
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> TransformerArchitecture:
+        if self.embedding_dim % self.num_heads:
+            raise ValueError(
+                f"num_heads: expected a divisor of embedding_dim={self.embedding_dim} (each head "
+                f"gets embedding_dim / num_heads features), got {self.num_heads}"
+            )
+        return self
+
+
+# `architecture: transformer` is `architecture: {type: transformer}` with its defaults.
+Architecture = Annotated[
+    RNNArchitecture | TransformerArchitecture, Field(discriminator="type"), TypeShorthand
+]
+
+
+class Seq2SeqParams(ModelParams):
+    """The encoder–decoder's fields.
+
+    Args:
+        architecture: `{type: rnn, ...}` or `{type: transformer, ...}` (or just
+            `rnn` / `transformer` for that architecture's defaults).
+        num_layers: Encoder and decoder layers (RNN layers or blocks).
+        reverse_source: Read each source backwards (Sutskever et al. 2014).
+        dropout: Dropout rate.
+    """
+
+    type: Literal["seq2seq"] = "seq2seq"
+    architecture: Architecture = Field(default_factory=RNNArchitecture)
+    num_layers: Layers = 1
+    reverse_source: bool = False
+    dropout: Rate = 0.0
+
     def arguments(self) -> dict:
-        """The keyword arguments of `keras_seq.models.seq2seq`, defaults filled in."""
-        arguments = {
-            "architecture": self.architecture,
+        """The keyword arguments of `keras_seq.models.seq2seq` for this architecture."""
+        return {
+            **self.architecture.model_dump(),
+            "architecture": self.architecture.type,
             "num_layers": self.num_layers,
             "reverse_source": self.reverse_source,
             "dropout": self.dropout,
         }
-        if self.architecture == "rnn":
-            for name, default in RNN_DEFAULTS.items():
-                value = getattr(self, name)
-                arguments[name] = default if value is None else value
-            arguments["attention"] = self.attention
-            arguments["attention_units"] = self.attention_units
-        else:
-            for name, default in TRANSFORMER_DEFAULTS.items():
-                value = getattr(self, name)
-                arguments[name] = default if value is None else value
-        return arguments
 
 
 @register_model("seq2seq")
@@ -157,28 +162,28 @@ class Seq2SeqBuilder(ModelBuilder):
     description = "Encoder–decoder: RNN (Sutskever 2014) with optional attention, or Transformer."
 
     def check(self, params, task):
-        options = params.arguments()
+        architecture = params.architecture
         problems = []
         source, target = task.inputs.vocab_size, task.targets.vocab_size
-        if params.architecture == "transformer":
-            longest = max(task.inputs.length, task.targets.length)
-            needed = longest if options["positions"] == "learned" else task.targets.length
-            if options["max_length"] < needed:
-                what = "source and target" if options["positions"] == "learned" else "target"
+        if architecture.type == "transformer":
+            learned = architecture.positions == "learned"
+            needed = (
+                max(task.inputs.length, task.targets.length) if learned else task.targets.length
+            )
+            if architecture.max_length < needed:
+                what = "source and target" if learned else "target"
                 problems.append(
                     (
-                        "max_length",
+                        "architecture.max_length",
                         f"expected at least {needed} (the longest {what} of task "
-                        f"{task.name!r}), got {options['max_length']}",
+                        f"{task.name!r}), got {architecture.max_length}",
                     )
                 )
-            width, field = options["embed_dim"], "embed_dim"
-        else:
-            width, field = options["embedding_dim"], "embedding_dim"
+        width = architecture.embedding_dim
         if max(source, target) * width > MAX_LAYER_PARAMS:
             problems.append(
                 (
-                    field,
+                    "architecture.embedding_dim",
                     f"an embedding of {max(source, target):,} tokens × {width} would hold "
                     f"more than {MAX_LAYER_PARAMS:,} weights",
                 )

@@ -11,7 +11,7 @@ The encoder is chosen by `model.encoder.type`:
   forget gate and peepholes as options). Token ids first go through an
   `Embedding` of `embedding_dim`.
 - `transformer`: token ids through an `Embedding` (numeric steps through a
-  `Dense` projection) of `embed_dim`, positions added (sinusoidal or learned),
+  `Dense` projection) of `embedding_dim`, positions added (sinusoidal or learned),
   `num_layers` `TransformerEncoderBlock`s (post-LN, or pre-LN with a final
   norm), then a masked mean or a class token.
 
@@ -34,7 +34,7 @@ from pydantic import Field, model_validator
 
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
-from builder_ui.specs import ModelParams, StrictModel
+from builder_ui.specs import ModelParams, StrictModel, TypeShorthand
 
 MAX_UNITS = 2**16  # keras_seq.validation.MAX_UNITS
 MAX_LAYER_PARAMS = 2**31  # keras_seq.validation.MAX_LAYER_PARAMS
@@ -86,37 +86,38 @@ class TransformerEncoder(StrictModel):
     """A stack of Transformer encoder blocks (Vaswani et al. 2017) and a pooling.
 
     Args:
-        embed_dim: Width of every token vector, `d_model`.
-        num_heads: Attention heads; must divide `embed_dim`.
+        embedding_dim: Width of every token vector, `d_model`.
+        num_heads: Attention heads; must divide `embedding_dim`.
         ff_dim: Inner size of each block's feed-forward network.
         num_layers: Encoder blocks.
         norm_first: Pre-LN blocks (and a final norm) instead of the paper's post-LN.
-        positional: `sinusoidal` (fixed) or `learned` positions.
+        positions: `sinusoidal` (fixed) or `learned` positions.
         pooling: `mean` over the real steps, or a `class_token`.
         dropout: Dropout after the positions and inside every block.
     """
 
     type: Literal["transformer"] = "transformer"
-    embed_dim: Units = 32
+    embedding_dim: Units = 32
     num_heads: Units = 4
     ff_dim: Units = 64
     num_layers: Layers = 2
     norm_first: bool = False
-    positional: Literal["sinusoidal", "learned"] = "sinusoidal"
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
     pooling: Literal["mean", "class_token"] = "mean"
     dropout: Rate = 0.0
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> TransformerEncoder:
-        if self.embed_dim % self.num_heads:
+        if self.embedding_dim % self.num_heads:
             raise ValueError(
-                f"num_heads: expected a divisor of embed_dim={self.embed_dim} (each head gets "
-                f"embed_dim / num_heads features), got {self.num_heads}"
+                f"num_heads: expected a divisor of embedding_dim={self.embedding_dim} (each head "
+                f"gets embedding_dim / num_heads features), got {self.num_heads}"
             )
         return self
 
 
-Encoder = Annotated[RNNEncoder | TransformerEncoder, Field(discriminator="type")]
+# `encoder: transformer` is `encoder: {type: transformer}` with its defaults.
+Encoder = Annotated[RNNEncoder | TransformerEncoder, Field(discriminator="type"), TypeShorthand]
 
 
 class SequenceModelParams(ModelParams):
@@ -125,7 +126,7 @@ class SequenceModelParams(ModelParams):
     Args:
         encoder: `{type: rnn, ...}` or `{type: transformer, ...}`.
         embedding_dim: Token vector size for the `rnn` encoder over token
-            ids (default 16); the `transformer` uses `encoder.embed_dim`.
+            ids (default 16); the `transformer` uses `encoder.embedding_dim`.
         mask_zero: Token id 0 is padding: mask it out of the encoder.
     """
 
@@ -138,7 +139,7 @@ class SequenceModelParams(ModelParams):
         if self.embedding_dim is not None and self.encoder.type != "rnn":
             raise ValueError(
                 "embedding_dim: only for the rnn encoder; the transformer's token vectors "
-                f"are encoder.embed_dim={self.encoder.embed_dim} wide"
+                f"are encoder.embedding_dim={self.encoder.embedding_dim} wide"
             )
         return self
 
@@ -174,11 +175,13 @@ class _SequenceBuilder(ModelBuilder):
             problems.append(
                 ("mask_zero", f"only for token inputs; task {task.name!r} has numeric inputs")
             )
-        width = encoder.embed_dim if encoder.type == "transformer" else self._embedding_dim(params)
+        width = (
+            encoder.embedding_dim if encoder.type == "transformer" else self._embedding_dim(params)
+        )
         if tokens and inputs.vocab_size * width > MAX_LAYER_PARAMS:
             problems.append(
                 (
-                    "encoder.embed_dim" if encoder.type == "transformer" else "embedding_dim",
+                    "encoder.embedding_dim" if encoder.type == "transformer" else "embedding_dim",
                     f"an embedding of {inputs.vocab_size:,} tokens × {width} would hold more "
                     f"than {MAX_LAYER_PARAMS:,} weights",
                 )
@@ -274,17 +277,17 @@ def _transformer_encoder(params, inputs, sequence):
     if inputs.kind == "tokens":
         x = keras.layers.Embedding(
             inputs.vocab_size,
-            encoder.embed_dim,
+            encoder.embedding_dim,
             mask_zero=params.mask_zero,
             name="token_embedding",
-        )(sequence)  # (batch, time, embed_dim)
+        )(sequence)  # (batch, time, embedding_dim)
     else:
-        x = keras.layers.Dense(encoder.embed_dim, name="input_projection")(sequence)
+        x = keras.layers.Dense(encoder.embedding_dim, name="input_projection")(sequence)
     num_tokens = inputs.length
     if encoder.pooling == "class_token":
-        x = ClassToken(name="class_token")(x)  # (batch, 1 + time, embed_dim)
+        x = ClassToken(name="class_token")(x)  # (batch, 1 + time, embedding_dim)
         num_tokens += 1
-    if encoder.positional == "sinusoidal":
+    if encoder.positions == "sinusoidal":
         x = SinusoidalPositionalEncoding(name="position_encoding")(x)
     else:
         x = LearnedPositionalEmbedding(num_tokens, name="position_embedding")(x)

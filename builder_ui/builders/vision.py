@@ -10,7 +10,7 @@ images before anything is built.
 Spec example:
 
     task: {type: digits}
-    model: {type: vision_transformer, patch_size: 2, embed_dim: 32, num_heads: 4}
+    model: {type: vision_transformer, patch_size: 2, embedding_dim: 32, num_heads: 4}
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class VisionTransformerParams(ModelParams):
     Args:
         patch_size: `P`, the side of a square patch in pixels; divides the
             image height and width.
-        embed_dim: `D`, the width of every token; a multiple of `num_heads`.
+        embedding_dim: `D`, the width of every token; a multiple of `num_heads`.
         num_heads: Attention heads per block.
         ff_dim: Inner size of each block's MLP (4·D in the paper).
         num_layers: Encoder blocks (the paper's depth).
@@ -40,7 +40,7 @@ class VisionTransformerParams(ModelParams):
 
     type: Literal["vision_transformer"] = "vision_transformer"
     patch_size: Annotated[int, Field(ge=1, le=1024)] = 4
-    embed_dim: Units = 32
+    embedding_dim: Units = 32
     num_heads: Units = 4
     ff_dim: Units = 64
     num_layers: Layers = 2
@@ -48,10 +48,10 @@ class VisionTransformerParams(ModelParams):
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> VisionTransformerParams:
-        if self.embed_dim % self.num_heads:
+        if self.embedding_dim % self.num_heads:
             raise ValueError(
-                f"num_heads: expected a divisor of embed_dim={self.embed_dim} (each head gets "
-                f"embed_dim / num_heads features), got {self.num_heads}"
+                f"num_heads: expected a divisor of embedding_dim={self.embedding_dim} (each head "
+                f"gets embedding_dim / num_heads features), got {self.num_heads}"
             )
         return self
 
@@ -81,11 +81,11 @@ class VisionTransformer(ModelBuilder):
 
         return vision_transformer(
             task.inputs,
-            params.patch_size,
-            params.embed_dim,
-            params.num_layers,
-            params.num_heads,
-            params.ff_dim,
-            task.targets.num_classes,
+            patch_size=params.patch_size,
+            embedding_dim=params.embedding_dim,
+            num_layers=params.num_layers,
+            num_heads=params.num_heads,
+            ff_dim=params.ff_dim,
+            num_classes=task.targets.num_classes,
             dropout=params.dropout,
         )

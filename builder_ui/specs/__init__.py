@@ -39,7 +39,9 @@ from builder_ui.specs.models import (
     SweepSpec,
     TaskParams,
     TrainSpec,
+    TypeShorthand,
     is_finite_number,
+    section_by_type,
 )
 from builder_ui.specs.sweep import grid_size, sweep_id
 from builder_ui.specs.versions import SPEC_VERSION, UPGRADES, upgrade
@@ -64,6 +66,7 @@ __all__ = [
     "SweepSpec",
     "TaskParams",
     "TrainSpec",
+    "TypeShorthand",
     "dump_spec",
     "grid_size",
     "is_finite_number",
@@ -72,6 +75,7 @@ __all__ = [
     "problems_from",
     "read_document",
     "read_spec_file",
+    "section_by_type",
     "shown",
     "sweep_id",
     "upgrade",

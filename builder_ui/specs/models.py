@@ -2,7 +2,7 @@
 
 An experiment spec is a small document, written in YAML or JSON::
 
-    version: 1
+    version: 2
     name: lstm-long-lag
     task: {type: long_lag, lag: 50, n: 1000}
     model: {type: sequence_classifier, encoder: {type: rnn, cell: lstm, units: 32}}
@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializeAsAny,
@@ -50,6 +51,19 @@ class StrictModel(BaseModel):
     """Base of every spec model: unknown fields refused, no silent type coercion, immutable."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def section_by_type(value: Any) -> Any:
+    """A tagged section given by its type alone: `"transformer"` is `{type: transformer}`.
+
+    So `--set model.encoder=transformer` and a sweep over `[rnn, transformer]`
+    switch a section to another type with that type's defaults.
+    """
+    return {"type": value} if isinstance(value, str) else value
+
+
+# Put in the `Annotated[...]` of a field that is a union discriminated by `type`.
+TypeShorthand = BeforeValidator(section_by_type)
 
 
 class TaskParams(StrictModel):
@@ -154,7 +168,7 @@ class ExperimentSpec(StrictModel):
     instances of the params models of the registered types their `type` names.
     """
 
-    version: Literal[1] = SPEC_VERSION
+    version: Literal[2] = SPEC_VERSION
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     task: SerializeAsAny[TaskParams]
     model: SerializeAsAny[ModelParams]
@@ -192,7 +206,7 @@ class ExperimentSpec(StrictModel):
 class Envelope(StrictModel):
     """Step one of validation: everything but the fields of `task` and `model`."""
 
-    version: Literal[1]
+    version: Literal[2]
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     task: dict[str, Any]
     model: dict[str, Any]

@@ -36,7 +36,7 @@ def json_schema(
         "ExperimentSpec",
         __base__=StrictModel,
         __doc__=ExperimentSpec.__doc__,
-        version=(Literal[1], Field(description=f"Spec format version, {SPEC_VERSION}.")),
+        version=(Literal[2], Field(description=f"Spec format version, {SPEC_VERSION}.")),
         name=(Annotated[str, Field(pattern=NAME_PATTERN)], ...),
         task=(_union(task_models), ...),
         model=(_union(model_models), ...),

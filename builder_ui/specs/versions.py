@@ -2,7 +2,17 @@
 
 A spec of an older version is upgraded by the functions in `UPGRADES`, one
 version at a time; a spec without a version, or of a version newer than this
-code knows, is refused.
+code knows, is refused. The upgrades also rewrite the fields of the built-in
+task and model types (a document's history is the spec language's, whoever
+registers the types), and the sweep parameters that name them.
+
+- 0 → 1: `train.lr` is `train.learning_rate`.
+- 1 → 2: one name per idea, as in keras_seq's Python API: a Transformer's
+  width is `embedding_dim` (was `embed_dim`), positions are `positions` (was
+  `positional` in a sequence model's encoder); and a `seq2seq` model's
+  `architecture` is a section of its own, `{type: rnn | transformer, ...}`
+  holding that architecture's fields, instead of a string beside the fields
+  of both (which had to stay null for the other one).
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ from typing import Any
 
 from builder_ui.specs.errors import SpecError, shown
 
-SPEC_VERSION = 1
+SPEC_VERSION = 2
 
 
 def _upgrade_0_to_1(data: dict[str, Any]) -> dict[str, Any]:
@@ -30,8 +40,99 @@ def _upgrade_0_to_1(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+# Version 1 fields of the seq2seq model that version 2 moves into `model.architecture`, with
+# their version 2 names.
+_SEQ2SEQ_ARCHITECTURE_FIELDS = {
+    "cell": "cell",
+    "units": "units",
+    "bidirectional": "bidirectional",
+    "attention": "attention",
+    "attention_units": "attention_units",
+    "input_feeding": "input_feeding",
+    "embedding_dim": "embedding_dim",
+    "embed_dim": "embedding_dim",
+    "num_heads": "num_heads",
+    "ff_dim": "ff_dim",
+    "norm_first": "norm_first",
+    "max_length": "max_length",
+    "positions": "positions",
+}
+
+
+def _renamed(section: dict[str, Any], renames: Mapping[str, str], where: str) -> dict[str, Any]:
+    """`section` with its keys renamed; refuses a section that gives both names of one field."""
+    section = dict(section)
+    for old, new in renames.items():
+        if old in section:
+            if new in section and old != new:
+                raise SpecError(
+                    [(f"{where}.{old}", f"version 1 field renamed to {where}.{new}; give only one")]
+                )
+            section[new] = section.pop(old)
+    return section
+
+
+def _version_1_paths(model: Any) -> dict[str, str]:
+    """Sweep parameter paths of version 1 → version 2, for the model section given."""
+    if not isinstance(model, dict):
+        return {}
+    kind = model.get("type")
+    if kind in ("sequence_classifier", "sequence_regressor"):
+        return {
+            "model.encoder.embed_dim": "model.encoder.embedding_dim",
+            "model.encoder.positional": "model.encoder.positions",
+        }
+    if kind == "vision_transformer":
+        return {"model.embed_dim": "model.embedding_dim"}
+    if kind == "seq2seq":
+        return {
+            f"model.{old}": f"model.architecture.{new}"
+            for old, new in _SEQ2SEQ_ARCHITECTURE_FIELDS.items()
+        }
+    return {}
+
+
+def _upgrade_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 named one idea two ways and flattened seq2seq's architectures (see above)."""
+    model = data.get("model")
+    paths = _version_1_paths(model)
+    if isinstance(model, dict):
+        kind = model.get("type")
+        if kind in ("sequence_classifier", "sequence_regressor"):
+            encoder = model.get("encoder")
+            if isinstance(encoder, dict):
+                renames = {"embed_dim": "embedding_dim", "positional": "positions"}
+                model = {**model, "encoder": _renamed(encoder, renames, "model.encoder")}
+        elif kind == "vision_transformer":
+            model = _renamed(model, {"embed_dim": "embedding_dim"}, "model")
+        elif kind == "seq2seq" and not isinstance(model.get("architecture"), dict):
+            model = dict(model)
+            architecture = {"type": model.pop("architecture", "rnn")}
+            moved = {k: model.pop(k) for k in list(model) if k in _SEQ2SEQ_ARCHITECTURE_FIELDS}
+            moved = _renamed(moved, {"embed_dim": "embedding_dim"}, "model")
+            # Version 1 wrote null for "the default" (and for the other architecture's fields).
+            architecture.update({k: v for k, v in moved.items() if v is not None})
+            model["architecture"] = architecture
+        data["model"] = model
+    sweep = data.get("sweep")
+    if isinstance(sweep, dict) and isinstance(sweep.get("parameters"), dict) and paths:
+        parameters = {}
+        for key, values in sweep["parameters"].items():
+            new = paths.get(key, key)
+            if new in parameters:
+                raise SpecError(
+                    [(f"sweep.parameters[{key!r}]", f"version 1 path renamed to {new!r}; give one")]
+                )
+            parameters[new] = values
+        data["sweep"] = {**sweep, "parameters": parameters}
+    return data
+
+
 # UPGRADES[v] turns a version-v document into a version-(v + 1) one.
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _upgrade_0_to_1}
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: _upgrade_0_to_1,
+    1: _upgrade_1_to_2,
+}
 
 
 def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,12 +36,10 @@ from keras_seq.models.sequence_losses import (
     MaskedSparseCategoricalCrossentropy,
     MaskedTokenAccuracy,
 )
-from keras_seq.models.transformer import (
-    ClassTokenPooling,
-    MaskedMeanPooling,
-    transformer_classifier,
-    vision_transformer,
-)
+from keras_seq.models.transformer import transformer_classifier, vision_transformer
+
+# Moved to keras_seq.layers; re-exported here for one release.
+from keras_seq.layers.pooling import ClassTokenPooling, MaskedMeanPooling  # noqa: E402
 from keras_seq.models.translator import Alignment, Translator
 
 __all__ = [

@@ -21,8 +21,6 @@ from keras_seq.layers import (
     TransformerEncoderBlock,
 )
 from keras_seq.models import (
-    ClassTokenPooling,
-    MaskedMeanPooling,
     compile_for,
     transformer_classifier,
     vision_transformer,
@@ -288,36 +286,6 @@ def test_classifier_bad_arguments_are_refused_naming_them(kwargs, argument, valu
     arguments = {"vocab_size": 20, "max_length": 8, "num_classes": 2, **kwargs}
     with pytest.raises(ValueError, match=rf"`{argument}`.*got {re.escape(value)}"):
         transformer_classifier(**arguments)
-
-
-# ---------------------------------------------------------------------------- pooling layers
-
-
-@pytest.mark.backend_agnostic
-def test_class_token_pooling_keeps_the_first_token_and_drops_the_mask():
-    x = np.random.default_rng(4).normal(size=(3, 5, 6)).astype("float32")
-    layer = ClassTokenPooling()
-    np.testing.assert_array_equal(_numpy(layer(x)), x[:, 0])
-    assert layer.compute_mask(x, np.ones((3, 5), bool)) is None
-    assert layer.compute_output_shape((None, 5, 6)) == (None, 6)
-
-
-@pytest.mark.backend_agnostic
-def test_masked_mean_pooling_matches_numpy_and_gives_zeros_for_empty_rows():
-    rng = np.random.default_rng(5)
-    x = rng.normal(size=(3, 4, 2)).astype("float32")
-    mask = np.array([[1, 1, 1, 1], [1, 0, 1, 0], [0, 0, 0, 0]], bool)
-    expected = np.stack([x[0].mean(axis=0), x[1, [0, 2]].mean(axis=0), np.zeros(2)])
-    np.testing.assert_allclose(_numpy(MaskedMeanPooling()(x, mask=mask)), expected, rtol=1e-6)
-    np.testing.assert_allclose(_numpy(MaskedMeanPooling()(x)), x.mean(axis=1), rtol=1e-6)
-
-
-@pytest.mark.parametrize("cls", [ClassTokenPooling, MaskedMeanPooling])
-def test_pooling_layers_are_registered_and_reload_from_config(cls):
-    assert keras.saving.get_registered_name(cls) == f"keras_seq>{cls.__name__}"
-    layer = cls(name="pool")
-    clone = cls.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
 
 
 # ---------------------------------------------------------------------------------------- saving

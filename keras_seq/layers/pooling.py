@@ -21,6 +21,9 @@ class ClassTokenPooling(keras.layers.Layer):
     `z_L^0` in Dosovitskiy et al. (2020), Eq. 4. A Keras mask on the input is
     consumed (the output is one vector per sequence).
 
+    Args:
+        **kwargs: Layer keywords (`name`, `dtype`, ...); the layer has no weights.
+
     Call arguments:
         inputs: `(batch, time, d)`, the class token first.
 
@@ -65,6 +68,9 @@ class MaskedMeanPooling(keras.layers.Layer):
     `keras.layers.GlobalAveragePooling1D`, except that a sequence with no real
     step (all padding) gives a zero vector instead of `0 / 0 = NaN`, which
     would poison a whole batch's loss.
+
+    Args:
+        **kwargs: Layer keywords (`name`, `dtype`, ...); the layer has no weights.
 
     Call arguments:
         inputs: `(batch, time, d)`.

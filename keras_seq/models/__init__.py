@@ -16,8 +16,8 @@ is the ViT of Dosovitskiy et al. (2020), for image tasks such as `digits`.
 `seq2seq(source_vocab_size, target_vocab_size, …)` builds a `Seq2Seq`
 encoder–decoder (RNN with or without Bahdanau or Luong attention, or
 Transformer) trained with teacher forcing; `encode` and `decode_step` are its
-inference contract. `MaskedSparseCategoricalCrossentropy` and
-`MaskedTokenAccuracy` leave padding out, and `compile_for` picks them for
+inference contract. `compile_for` picks `keras_seq.losses.MaskedSparseCategoricalCrossentropy`
+and `keras_seq.metrics.MaskedTokenAccuracy`, which leave padding out, for
 targets of kind "sequence".
 
 `greedy_decode(model, source, max_length)` and `beam_search(…, beam_width,
@@ -28,18 +28,17 @@ alignment per output token, saves as one `.keras` file and exports a
 TensorFlow SavedModel.
 """
 
+# Moved, re-exported here for one release: the pooling layers (now in keras_seq.layers), the
+# loss (keras_seq.losses) and the metric (keras_seq.metrics).
+from keras_seq.layers.pooling import ClassTokenPooling, MaskedMeanPooling
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
+from keras_seq.models.compiling import compile_for
 from keras_seq.models.decoding import DecodeResult, beam_search, compile_decoder, greedy_decode
 from keras_seq.models.pointer import PointerNetwork, pointer_network
-from keras_seq.models.recurrent import compile_for, recurrent_model
+from keras_seq.models.recurrent import recurrent_model
 from keras_seq.models.seq2seq import Seq2Seq, seq2seq
-from keras_seq.models.sequence_losses import (
-    MaskedSparseCategoricalCrossentropy,
-    MaskedTokenAccuracy,
-)
 from keras_seq.models.transformer import transformer_classifier, vision_transformer
-
-# Moved to keras_seq.layers; re-exported here for one release.
-from keras_seq.layers.pooling import ClassTokenPooling, MaskedMeanPooling  # noqa: E402
 from keras_seq.models.translator import Alignment, Translator
 
 __all__ = [

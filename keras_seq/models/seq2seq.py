@@ -65,20 +65,22 @@ from keras import ops
 
 from keras_seq import validation
 from keras_seq.layers import (
-    CECLSTM,
     LearnedPositionalEmbedding,
     ReverseWithinLength,
     SinusoidalPositionalEncoding,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
+from keras_seq.layers.cells import (
+    cell_parameter_count,
+    check_cell,
+    make_rnn_layer,
+    states_per_layer,
+)
 from keras_seq.layers.recurrent_decoder import (
     RecurrentDecoder,
-    cell_parameter_count,
     check_attention,
-    check_cell,
     check_input_feeding,
-    states_per_layer,
 )
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
@@ -95,13 +97,6 @@ MAX_VOCABULARY = 2**22
 
 # The deepest stack of layers the builder accepts.
 MAX_LAYERS = 64
-
-_RNN_LAYERS = {
-    "simple": keras.layers.SimpleRNN,
-    "gru": keras.layers.GRU,
-    "lstm": keras.layers.LSTM,
-    "cec_lstm": CECLSTM,
-}
 
 
 def _vocab_size(name, value):
@@ -344,7 +339,8 @@ class Seq2Seq(keras.Model):
         self.encoder_layers = []
         layer_units = self.units // 2 if self.bidirectional else self.units
         for index in range(self.num_layers):
-            layer = _RNN_LAYERS[self.cell](
+            layer = make_rnn_layer(
+                self.cell,
                 layer_units,
                 return_sequences=True,
                 return_state=True,

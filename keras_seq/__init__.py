@@ -10,10 +10,21 @@ Example:
 >>> lstm = layers.CECLSTM(16)  # the 1997 LSTM: no forget gate
 """
 
-# Importing the models registers their classes, so that `import keras_seq` is
-# all a user needs before `keras.saving.load_model(..., safe_mode=True)`.
-from keras_seq import layers, models
+# Importing every subpackage registers every class (layers, models, the loss, the metric),
+# so that `import keras_seq` is all a user needs before
+# `keras.saving.load_model(..., safe_mode=True)`, and makes `keras_seq.metrics` and the
+# rest attributes of the package.
+from keras_seq import diagnostics, layers, losses, metrics, models, tasks, testing
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["__version__", "layers", "models"]
+__all__ = [
+    "__version__",
+    "diagnostics",
+    "layers",
+    "losses",
+    "metrics",
+    "models",
+    "tasks",
+    "testing",
+]

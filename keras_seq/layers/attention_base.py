@@ -155,10 +155,7 @@ class BaseAttention(keras.layers.Layer):
         """`e_ij = vᵀ tanh(W q_i + U k_j)`, from the weights of `build_additive`."""
         projected_query = ops.matmul(query, self.query_projection)  # (batch, Tq, units)
         projected_key = ops.matmul(key, self.key_projection)  # (batch, Tv, units)
-        hidden = ops.tanh(
-            ops.expand_dims(projected_query, 2) + ops.expand_dims(projected_key, 1)
-        )  # (batch, Tq, Tv, units)
-        return ops.einsum("bqvu,u->bqv", hidden, self.score_vector)
+        return additive_score(projected_query, projected_key, self.score_vector)
 
     def call(
         self,
@@ -197,6 +194,29 @@ class BaseAttention(keras.layers.Layer):
         # Keras passes the query's mask as `previous_mask`: the context has
         # one step per query step, so it keeps that mask.
         return previous_mask
+
+
+def additive_score(projected_query, projected_key, score_vector):
+    """The additive score `e_ij = vᵀ tanh(W q_i + U k_j)` of projected queries and keys.
+
+    The one implementation of Bahdanau et al.'s score (and Luong's concat):
+    `BaseAttention.additive_scores` calls it, and so does `RecurrentDecoder`
+    inside its loop over time, with keys projected once per sentence. It uses
+    elementwise products and a sum only (no `einsum`/`tensordot`, which XLA
+    cannot differentiate inside a TensorFlow while loop).
+
+    Args:
+        projected_query: `W q`, `(batch, Tq, units)`.
+        projected_key: `U k`, `(batch, Tv, units)`.
+        score_vector: `v`, `(units,)`.
+
+    Returns:
+        The scores `(batch, Tq, Tv)`.
+    """
+    hidden = ops.tanh(
+        ops.expand_dims(projected_query, 2) + ops.expand_dims(projected_key, 1)
+    )  # (batch, Tq, Tv, units)
+    return ops.sum(hidden * ops.cast(score_vector, hidden.dtype), axis=-1)
 
 
 _RANK_NAMES = {3: "(batch, Tv, d_v)", 4: "(batch, Tv, heads, d_v)"}

@@ -31,7 +31,13 @@ from __future__ import annotations
 import numpy as np
 from keras import backend, ops
 
-__all__ = ["attention_mask", "causal_mask", "masked_softmax", "padding_mask"]
+__all__ = [
+    "attention_mask",
+    "causal_mask",
+    "masked_softmax",
+    "padding_mask",
+    "zero_unreadable_queries",
+]
 
 # Masked scores are replaced by this fraction of the compute dtype's lowest
 # finite value (as `jax.nn` does): far below any real score, yet far enough
@@ -170,3 +176,33 @@ def masked_softmax(scores, mask=None, axis=-1):
     # A fully masked row is uniform after the softmax; zero it with the rest.
     weights = ops.where(mask, weights, ops.zeros_like(weights))
     return ops.cast(weights, dtype)
+
+
+def zero_unreadable_queries(outputs, mask, query_axis=1):
+    """`outputs` with zeros for every query that may read no value, the rest unchanged.
+
+    The rule of the module docstring for attention computed without
+    `masked_softmax` (a fused kernel, or `keras.layers.MultiHeadAttention`,
+    which give such a query uniform weights over every key):
+
+        outputs[b, …, i, …] = 0   where   ¬ ∃ j: mask[b, i, j]
+
+    Args:
+        outputs: A tensor with the batch on axis 0 and the queries on
+            `query_axis`, e.g. a context `(batch, Tq, heads, d)` or weights
+            `(batch, heads, Tq, Tv)` (`query_axis=2`).
+        mask: Boolean `(batch, Tq, Tv)` attention mask (axes of size 1
+            broadcast), True where query `i` may read value `j`; None for no
+            mask.
+        query_axis: The axis of `outputs` that runs over the queries.
+
+    Returns:
+        A tensor of the shape and dtype of `outputs`.
+    """
+    if mask is None:
+        return outputs
+    readable = ops.any(ops.cast(mask, "bool"), axis=-1)  # (batch, Tq)
+    for axis in range(1, len(outputs.shape)):
+        if axis != query_axis:
+            readable = ops.expand_dims(readable, axis)
+    return ops.where(readable, outputs, ops.zeros_like(outputs))

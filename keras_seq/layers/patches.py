@@ -37,7 +37,9 @@ class PatchEmbedding(keras.layers.Layer):
 
     Args:
         patch_size: `P`, the side of each square patch, a positive integer.
-        embed_dim: `D`, the size of each token, a positive integer.
+        embedding_dim: `D`, the size of each token, a positive integer
+            (formerly `embed_dim`; configs saved with that key still load,
+            for one release).
 
     Call arguments:
         images: `(batch, H, W, C)`.
@@ -48,7 +50,7 @@ class PatchEmbedding(keras.layers.Layer):
     Example:
 
     >>> images = np.random.rand(2, 32, 48, 3).astype("float32")
-    >>> tuple(PatchEmbedding(patch_size=16, embed_dim=64)(images).shape)
+    >>> tuple(PatchEmbedding(patch_size=16, embedding_dim=64)(images).shape)
     (2, 6, 64)
 
     References:
@@ -57,10 +59,15 @@ class PatchEmbedding(keras.layers.Layer):
           Equation 1.
     """
 
-    def __init__(self, patch_size, embed_dim, **kwargs):
+    # The config key `embedding_dim` had before keras_seq 0.2.
+    _OLD_CONFIG_KEYS = (("embed_dim", "embedding_dim"),)
+
+    def __init__(self, patch_size, embedding_dim, **kwargs):
         super().__init__(**kwargs)
         self.patch_size = validation.positive_int("patch_size", patch_size, validation.MAX_UNITS)
-        self.embed_dim = validation.positive_int("embed_dim", embed_dim, validation.MAX_UNITS)
+        self.embedding_dim = validation.positive_int(
+            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        )
 
     def _check_image_shape(self, shape):
         shape = tuple(shape)
@@ -86,10 +93,10 @@ class PatchEmbedding(keras.layers.Layer):
                 f"shape {tuple(images_shape)}."
             )
         validation.parameter_budget(
-            self.name, self.patch_size**2 * int(channels) * self.embed_dim + self.embed_dim
+            self.name, self.patch_size**2 * int(channels) * self.embedding_dim + self.embedding_dim
         )
         self.projection = keras.layers.Conv2D(
-            self.embed_dim,
+            self.embedding_dim,
             kernel_size=self.patch_size,
             strides=self.patch_size,
             padding="valid",
@@ -110,18 +117,26 @@ class PatchEmbedding(keras.layers.Layer):
         tokens = self.projection(images)  # (batch, H/P, W/P, D)
         num_patches = self._num_patches(images.shape)
         if num_patches is None:  # a size unknown while tracing
-            return ops.reshape(tokens, (ops.shape(tokens)[0], -1, self.embed_dim))
-        return ops.reshape(tokens, (-1, num_patches, self.embed_dim))  # (batch, N, D)
+            return ops.reshape(tokens, (ops.shape(tokens)[0], -1, self.embedding_dim))
+        return ops.reshape(tokens, (-1, num_patches, self.embedding_dim))  # (batch, N, D)
 
     def compute_output_shape(self, images_shape):
-        return (images_shape[0], self._num_patches(images_shape), self.embed_dim)
+        return (images_shape[0], self._num_patches(images_shape), self.embedding_dim)
 
     def get_config(self):
         return {
             **super().get_config(),
             "patch_size": self.patch_size,
-            "embed_dim": self.embed_dim,
+            "embedding_dim": self.embedding_dim,
         }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for old, new in cls._OLD_CONFIG_KEYS:  # a file saved before the rename
+            if old in config and new not in config:
+                config[new] = config.pop(old)
+        return cls(**config)
 
 
 @_REGISTER

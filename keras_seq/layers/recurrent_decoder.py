@@ -49,21 +49,18 @@ from keras.src import backend as keras_backend
 
 from keras_seq import validation
 from keras_seq.layers import masks
+from keras_seq.layers.attention_base import additive_score
 from keras_seq.layers.bahdanau_attention import BahdanauAttention
-from keras_seq.layers.cec_lstm import CECLSTMCell
+from keras_seq.layers.cells import (
+    cell_parameter_count,
+    check_cell,
+    make_cell,
+    states_per_layer,
+)
 from keras_seq.layers.luong_attention import LuongAttention
 
-CELLS = ("simple", "gru", "lstm", "cec_lstm")
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")
 LUONG_ATTENTIONS = ("luong_dot", "luong_general", "luong_concat")
-
-# Cells with a memory cell carry two states per layer, `h` and `c`.
-_TWO_STATE_CELLS = ("lstm", "cec_lstm")
-
-
-def check_cell(value):
-    """Returns `value` if it names a cell in `CELLS`, else raises."""
-    return validation.one_of("cell", value, CELLS)
 
 
 def check_attention(value):
@@ -88,28 +85,6 @@ def check_input_feeding(input_feeding, attention):
             input_feeding,
         )
     return input_feeding
-
-
-def make_cell(cell, units, name, dtype=None):
-    """A fresh one-step Keras cell of kind `cell` (see `CELLS`) with `units` outputs."""
-    kinds = {
-        "simple": keras.layers.SimpleRNNCell,
-        "gru": keras.layers.GRUCell,
-        "lstm": keras.layers.LSTMCell,
-        "cec_lstm": CECLSTMCell,
-    }
-    return kinds[cell](units, name=name, dtype=dtype)
-
-
-def states_per_layer(cell):
-    """How many state tensors one layer of `cell` carries: 2 for the LSTMs, else 1."""
-    return 2 if cell in _TWO_STATE_CELLS else 1
-
-
-def cell_parameter_count(cell, input_dim, units):
-    """An upper bound on one cell's weights (4 gate blocks, kernel, recurrent kernel, biases)."""
-    blocks = {"simple": 1, "gru": 3, "lstm": 4, "cec_lstm": 4}[cell]
-    return blocks * units * (input_dim + units + 2) + 3 * units  # peepholes at most
 
 
 def _loop(step_function, inputs, mask, initial_states):
@@ -451,8 +426,9 @@ class RecurrentDecoder(keras.layers.Layer):
         if self.attention in ("bahdanau", "luong_concat"):
             layer = self.attention_layer
             projected_query = ops.matmul(query, ops.cast(layer.query_projection, query.dtype))
-            hidden = ops.tanh(ops.expand_dims(projected_query, 1) + keys)  # (batch, S, k)
-            scores = ops.sum(hidden * ops.cast(layer.score_vector, query.dtype), axis=-1)
+            scores = additive_score(  # (batch, S)
+                ops.expand_dims(projected_query, 1), keys, layer.score_vector
+            )[:, 0, :]
         else:  # dot: h_tᵀ h̄_s;  general: h_tᵀ (W_a h̄_s)
             scores = ops.sum(ops.expand_dims(query, 1) * keys, axis=-1)  # (batch, S)
         weights = masks.masked_softmax(scores, memory_mask)  # (batch, S)

@@ -123,10 +123,14 @@ class ScaledDotProductAttention(BaseAttention):
             and isinstance(query.shape[1], int)
             and query.shape[1] == key.shape[1]
         )
-        mask = None if native_causal else self.attention_mask(query, key, query_mask, value_mask)
-        if mask is not None:  # (batch, 1, Tq, Tv): one mask for every head
+        query_value_mask = None  # (batch, Tq, Tv)
+        mask = None  # (batch, 1, Tq, Tv): one mask for every head
+        if not native_causal:
+            query_value_mask = self.attention_mask(query, key, query_mask, value_mask)
+        if query_value_mask is not None:
             batch, q_len, v_len = ops.shape(query)[0], ops.shape(query)[1], ops.shape(key)[1]
-            mask = ops.expand_dims(ops.broadcast_to(mask, (batch, q_len, v_len)), 1)
+            query_value_mask = ops.broadcast_to(query_value_mask, (batch, q_len, v_len))
+            mask = ops.expand_dims(query_value_mask, 1)
 
         weights = None
         if explicit:
@@ -142,10 +146,9 @@ class ScaledDotProductAttention(BaseAttention):
                 query, key, value, mask=mask, scale=scale, is_causal=native_causal
             )  # (batch, Tq, heads, d_v)
             if mask is not None:
-                # A query with no valid key gets zero output, as on the explicit path.
-                valid = ops.any(mask, axis=-1)  # (batch, 1, Tq)
-                valid = ops.expand_dims(ops.swapaxes(valid, 1, 2), -1)  # (batch, Tq, 1, 1)
-                output = output * ops.cast(valid, output.dtype)
+                # A query with no valid key gets zero output, as on the explicit path
+                # (where `masked_softmax` gives it zero weights).
+                output = masks.zero_unreadable_queries(output, query_value_mask)
 
         if not heads:
             output = ops.squeeze(output, 2)  # (batch, Tq, d_v)

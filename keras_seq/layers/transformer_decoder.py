@@ -7,7 +7,7 @@ from keras import ops
 
 from keras_seq import validation
 from keras_seq.layers import masks
-from keras_seq.layers.transformer_encoder import (
+from keras_seq.layers.transformer_block import (
     TransformerBlockBase,
     attention_weight_count,
     check_block_input,

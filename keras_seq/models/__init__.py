@@ -13,12 +13,13 @@ sequences with a Transformer encoder (Vaswani et al. 2017), pooling by a
 masked mean or a class token; `vision_transformer(image_shape, patch_size, …)`
 is the ViT of Dosovitskiy et al. (2020), for image tasks such as `digits`.
 
-`seq2seq(source_vocab_size, target_vocab_size, …)` builds a `Seq2Seq`
-encoder–decoder (RNN with or without Bahdanau or Luong attention, or
-Transformer) trained with teacher forcing; `encode` and `decode_step` are its
-inference contract. `MaskedSparseCategoricalCrossentropy` and
-`MaskedTokenAccuracy` leave padding out, and `compile_for` picks them for
-targets of kind "sequence".
+`seq2seq(source_vocab_size, target_vocab_size, architecture=…)` builds a
+`Seq2Seq` encoder–decoder trained with teacher forcing: an `RNNSeq2Seq` (with
+or without Bahdanau or Luong attention) or a `TransformerSeq2Seq`; `encode`
+and `decode_step` are their shared inference contract. `compile_for` picks
+`keras_seq.losses.MaskedSparseCategoricalCrossentropy` and
+`keras_seq.metrics.MaskedTokenAccuracy`, which leave padding out, for targets
+of kind "sequence".
 
 `greedy_decode(model, source, max_length)` and `beam_search(…, beam_width,
 length_penalty)` decode any such model in one compiled loop (`compile_decoder`
@@ -28,20 +29,20 @@ alignment per output token, saves as one `.keras` file and exports a
 TensorFlow SavedModel.
 """
 
+# Moved, re-exported here for one release: the pooling layers (now in keras_seq.layers), the
+# loss (keras_seq.losses) and the metric (keras_seq.metrics).
+from keras_seq.layers.pooling import ClassTokenPooling, MaskedMeanPooling
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
+from keras_seq.models.compiling import compile_for
 from keras_seq.models.decoding import DecodeResult, beam_search, compile_decoder, greedy_decode
 from keras_seq.models.pointer import PointerNetwork, pointer_network
-from keras_seq.models.recurrent import compile_for, recurrent_model
-from keras_seq.models.seq2seq import Seq2Seq, seq2seq
-from keras_seq.models.sequence_losses import (
-    MaskedSparseCategoricalCrossentropy,
-    MaskedTokenAccuracy,
-)
-from keras_seq.models.transformer import (
-    ClassTokenPooling,
-    MaskedMeanPooling,
-    transformer_classifier,
-    vision_transformer,
-)
+from keras_seq.models.recurrent import recurrent_model
+from keras_seq.models.rnn_seq2seq import RNNSeq2Seq
+from keras_seq.models.seq2seq import seq2seq
+from keras_seq.models.seq2seq_base import Seq2Seq
+from keras_seq.models.transformer import transformer_classifier, vision_transformer
+from keras_seq.models.transformer_seq2seq import TransformerSeq2Seq
 from keras_seq.models.translator import Alignment, Translator
 
 __all__ = [
@@ -52,7 +53,9 @@ __all__ = [
     "MaskedSparseCategoricalCrossentropy",
     "MaskedTokenAccuracy",
     "PointerNetwork",
+    "RNNSeq2Seq",
     "Seq2Seq",
+    "TransformerSeq2Seq",
     "Translator",
     "beam_search",
     "compile_decoder",

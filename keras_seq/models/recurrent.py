@@ -1,4 +1,4 @@
-"""The smallest model that puts a recurrent layer on a task, and how to compile it.
+"""The smallest model that puts a recurrent layer on a task.
 
     sequence ─▶ [token_embedding] ─▶ recurrent layer ─▶ classifier | regressor
 
@@ -12,10 +12,7 @@ from __future__ import annotations
 import keras
 
 from keras_seq import validation
-from keras_seq.models.sequence_losses import (
-    MaskedSparseCategoricalCrossentropy,
-    MaskedTokenAccuracy,
-)
+from keras_seq.models.compiling import check_one_vector_target
 from keras_seq.tasks.base import SequenceSpec, TargetSpec
 
 # Each token id becomes a vector this long unless `embedding_dim` says otherwise.
@@ -57,7 +54,7 @@ def recurrent_model(layer, inputs, targets, *, embedding_dim=DEFAULT_EMBEDDING_D
             "Received an invalid value for argument `targets`, expected a TargetSpec, "
             f"got {targets!r}."
         )
-    _check_one_vector_target(targets)
+    check_one_vector_target(targets)
     if inputs.kind == "tokens":
         embedding_dim = validation.positive_int(
             "embedding_dim", embedding_dim, validation.MAX_UNITS
@@ -80,56 +77,3 @@ def recurrent_model(layer, inputs, targets, *, embedding_dim=DEFAULT_EMBEDDING_D
     else:
         head = keras.layers.Dense(targets.output_dim, name="regressor")
     return keras.Model(sequence, head(hidden), name=name or f"{layer.name}_model")
-
-
-def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0):
-    """Compiles `model` with Adam and the loss and metric that `targets` calls for.
-
-    Classification: sparse categorical cross-entropy, metric `"accuracy"`.
-    Regression: mean squared error as the loss (reported as `loss` and
-    `val_loss`), no extra metric.
-    Sequence (a `Seq2Seq`'s token targets): `MaskedSparseCategoricalCrossentropy`
-    and `MaskedTokenAccuracy` (`token_accuracy`), which leave PAD out.
-
-    Args:
-        model: A model from `recurrent_model` (or `seq2seq` for sequence
-            targets).
-        targets: The task's `TargetSpec`.
-        learning_rate: Adam's learning rate. Default 1e-2.
-        clipnorm: Clip each gradient to this norm. Default 1.0; None turns
-            clipping off.
-
-    Returns:
-        `model`, compiled.
-    """
-    if not isinstance(targets, TargetSpec):
-        raise ValueError(
-            "Received an invalid value for argument `targets`, expected a TargetSpec, "
-            f"got {targets!r}."
-        )
-    if targets.kind != "sequence":
-        _check_one_vector_target(targets)
-    learning_rate = validation.positive_float("learning_rate", learning_rate)
-    if clipnorm is not None:
-        clipnorm = validation.positive_float("clipnorm", clipnorm)
-    optimizer = keras.optimizers.Adam(learning_rate=learning_rate, clipnorm=clipnorm)
-    if targets.kind == "classification":
-        model.compile(optimizer, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    elif targets.kind == "sequence":
-        model.compile(
-            optimizer, loss=MaskedSparseCategoricalCrossentropy(), metrics=[MaskedTokenAccuracy()]
-        )
-    else:
-        model.compile(optimizer, loss="mean_squared_error")
-    return model
-
-
-def _check_one_vector_target(targets):
-    """These helpers predict one class or vector per sequence; pointer targets need more."""
-    if targets.kind not in ("classification", "regression"):
-        raise ValueError(
-            f"Received a `targets` of kind {targets.kind!r}; recurrent_model and compile_for "
-            "predict one class or vector per sequence ('classification' or 'regression'). "
-            "For pointer targets use keras_seq.models.pointer_network; for sequence targets "
-            "keras_seq.models.seq2seq (which compile_for compiles)."
-        )

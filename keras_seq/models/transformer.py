@@ -21,7 +21,9 @@ import keras
 from keras_seq import validation
 from keras_seq.layers import (
     ClassToken,
+    ClassTokenPooling,
     LearnedPositionalEmbedding,
+    MaskedMeanPooling,
     PatchEmbedding,
     SinusoidalPositionalEncoding,
     TransformerEncoderBlock,
@@ -35,104 +37,14 @@ POSITIONS = ("sinusoidal", "learned")
 _POSITION_STDDEV = 0.02
 
 
-@keras.saving.register_keras_serializable(package="keras_seq")
-class ClassTokenPooling(keras.layers.Layer):
-    """Keeps the first token of each sequence, the class token, and drops the others.
-
-    `outputs[b] = inputs[b, 0]`: the representation a ViT or BERT classifies,
-    `z_L^0` in Dosovitskiy et al. (2020), Eq. 4. A Keras mask on the input is
-    consumed (the output is one vector per sequence).
-
-    Call arguments:
-        inputs: `(batch, time, d)`, the class token first.
-
-    Returns:
-        `(batch, d)`.
-
-    Example:
-
-    >>> x = np.arange(12, dtype="float32").reshape(1, 3, 4)
-    >>> keras.ops.convert_to_numpy(ClassTokenPooling()(x)).tolist()
-    [[0.0, 1.0, 2.0, 3.0]]
-
-    References:
-        - Devlin et al., "BERT: Pre-training of Deep Bidirectional
-          Transformers for Language Understanding", NAACL 2019.
-        - Dosovitskiy et al., "An Image is Worth 16x16 Words: Transformers for
-          Image Recognition at Scale", ICLR 2021 (arXiv:2010.11929, 2020).
-    """
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-        self.input_spec = keras.layers.InputSpec(ndim=3)
-
-    def call(self, inputs, mask=None):
-        return inputs[:, 0, :]  # (batch, d)
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], input_shape[2])
-
-
-@keras.saving.register_keras_serializable(package="keras_seq")
-class MaskedMeanPooling(keras.layers.Layer):
-    """The mean of each sequence over its real (unmasked) steps; zeros for an empty one.
-
-        outputs[b] = Σ_t m[b, t] x[b, t] / max(1, Σ_t m[b, t])
-
-    with `m` the Keras mask (all ones without one). Like
-    `keras.layers.GlobalAveragePooling1D`, except that a sequence with no real
-    step (all padding) gives a zero vector instead of `0 / 0 = NaN`, which
-    would poison a whole batch's loss.
-
-    Call arguments:
-        inputs: `(batch, time, d)`.
-        mask: Optional boolean `(batch, time)`, True at real steps; defaults
-            to the Keras mask of `inputs`.
-
-    Returns:
-        `(batch, d)`, in the dtype of `inputs`.
-
-    Example:
-
-    >>> x = np.array([[[1.0], [3.0], [100.0]]], "float32")
-    >>> keras.ops.convert_to_numpy(MaskedMeanPooling()(x, mask=np.array([[1, 1, 0]], bool)))
-    array([[2.]], dtype=float32)
-
-    References:
-        - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
-    """
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-        self.input_spec = keras.layers.InputSpec(ndim=3)
-
-    def call(self, inputs, mask=None):
-        if mask is None:
-            return keras.ops.mean(inputs, axis=1)
-        weights = keras.ops.expand_dims(keras.ops.cast(mask, inputs.dtype), -1)  # (batch, time, 1)
-        total = keras.ops.sum(inputs * weights, axis=1)  # (batch, d)
-        count = keras.ops.maximum(keras.ops.sum(weights, axis=1), 1.0)  # (batch, 1)
-        return total / count
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], input_shape[2])
-
-
+@validation.renamed_arguments(embed_dim="embedding_dim", depth="num_layers")
 def transformer_classifier(
     vocab_size,
     max_length,
     num_classes,
     *,
-    embed_dim=64,
-    depth=2,
+    embedding_dim=64,
+    num_layers=2,
     num_heads=4,
     ff_dim=128,
     pooling="mean",
@@ -143,9 +55,9 @@ def transformer_classifier(
 ):
     """A Transformer encoder that classifies token sequences.
 
-    Token ids go through `Embedding(vocab_size, embed_dim, mask_zero=True)`
+    Token ids go through `Embedding(vocab_size, embedding_dim, mask_zero=True)`
     (id 0 is padding and is masked everywhere after), get their positions
-    added, pass `depth` `TransformerEncoderBlock`s (Vaswani et al. 2017) and
+    added, pass `num_layers` `TransformerEncoderBlock`s (Vaswani et al. 2017) and
     are pooled into one vector, which a softmax layer classifies:
 
     - `pooling="mean"`: the mean over the real (unmasked) steps
@@ -162,9 +74,10 @@ def transformer_classifier(
         max_length: Tokens per sequence; the model's input is
             `(batch, max_length)` int32, padded with 0.
         num_classes: Number of classes, at least 2.
-        embed_dim: `d_model`, the width of every token vector. Default 64.
-        depth: Number of encoder blocks. Default 2.
-        num_heads: Attention heads per block; must divide `embed_dim`.
+        embedding_dim: `d_model`, the width of every token vector (formerly
+            `embed_dim`). Default 64.
+        num_layers: Number of encoder blocks (formerly `depth`). Default 2.
+        num_heads: Attention heads per block; must divide `embedding_dim`.
             Default 4.
         ff_dim: Inner size of each block's feed-forward network. Default 128.
         pooling: `"mean"` (default) or `"class_token"`.
@@ -198,28 +111,30 @@ def transformer_classifier(
     vocab_size = validation.int_in_range("vocab_size", vocab_size, 2, validation.MAX_LAYER_PARAMS)
     max_length = validation.positive_int("max_length", max_length, validation.MAX_LAYER_PARAMS)
     num_classes = validation.int_in_range("num_classes", num_classes, 2, validation.MAX_UNITS)
-    embed_dim, depth, num_heads, ff_dim = _check_stack(embed_dim, depth, num_heads, ff_dim)
+    embedding_dim, num_layers, num_heads, ff_dim = _check_stack(
+        embedding_dim, num_layers, num_heads, ff_dim
+    )
     pooling = validation.one_of("pooling", pooling, POOLINGS)
     positions = validation.one_of("positions", positions, POSITIONS)
     norm_first = validation.boolean("norm_first", norm_first)
     dropout = validation.rate("dropout", dropout)
-    validation.parameter_budget("token_embedding", vocab_size * embed_dim)
+    validation.parameter_budget("token_embedding", vocab_size * embedding_dim)
 
     tokens = keras.Input(shape=(max_length,), dtype="int32", name="tokens")
     embedding = keras.layers.Embedding(
-        vocab_size, embed_dim, mask_zero=True, name="token_embedding"
+        vocab_size, embedding_dim, mask_zero=True, name="token_embedding"
     )
-    x = embedding(tokens)  # (batch, max_length, embed_dim), masked where id == 0
+    x = embedding(tokens)  # (batch, max_length, embedding_dim), masked where id == 0
     num_tokens = max_length
     if pooling == "class_token":
-        x = ClassToken(name="class_token")(x)  # (batch, 1 + max_length, embed_dim)
+        x = ClassToken(name="class_token")(x)  # (batch, 1 + max_length, embedding_dim)
         num_tokens += 1
     if positions == "sinusoidal":
         x = SinusoidalPositionalEncoding(name="position_encoding")(x)
     else:
         x = LearnedPositionalEmbedding(num_tokens, name="position_embedding")(x)
     x = keras.layers.Dropout(dropout, name="embedding_dropout")(x)
-    x = _encoder_stack(x, depth, num_heads, ff_dim, dropout, norm_first, "relu", 1e-5)
+    x = _encoder_stack(x, num_layers, num_heads, ff_dim, dropout, norm_first, "relu", 1e-5)
     if pooling == "mean":
         x = MaskedMeanPooling(name="mean_pooling")(x)  # mean over the real steps
     else:
@@ -228,13 +143,14 @@ def transformer_classifier(
     return keras.Model(tokens, probabilities, name=name)
 
 
+@validation.renamed_arguments(embed_dim="embedding_dim", depth="num_layers", mlp_dim="ff_dim")
 def vision_transformer(
     image_shape,
     patch_size,
-    embed_dim,
-    depth,
+    embedding_dim,
+    num_layers,
     num_heads,
-    mlp_dim,
+    ff_dim,
     num_classes,
     *,
     dropout=0.0,
@@ -244,13 +160,13 @@ def vision_transformer(
     """The Vision Transformer (ViT) of Dosovitskiy et al. (2020).
 
     An image is cut into `N = (H / P) · (W / P)` patches of `P × P` pixels,
-    each flattened and projected to `D = embed_dim` features; a learned class
-    token is put first, a learned position embedding added, and the `N + 1`
-    tokens pass `depth` pre-LN encoder blocks with GELU feed-forward networks
+    each flattened and projected to `D = embedding_dim` features; a learned
+    class token is put first, a learned position embedding added, and the
+    `N + 1` tokens pass `num_layers` pre-LN encoder blocks with GELU feed-forward networks
     (Eqs. 1-4 of the paper):
 
         z_0 = [x_class; x_p^1 E; …; x_p^N E] + E_pos
-        z'_l = MSA(LN(z_{l−1})) + z_{l−1}            l = 1 … depth
+        z'_l = MSA(LN(z_{l−1})) + z_{l−1}            l = 1 … num_layers
         z_l = MLP(LN(z'_l)) + z'_l
         y = LN(z_L^0)
 
@@ -264,10 +180,13 @@ def vision_transformer(
             `task.inputs`). Height and width must be multiples of
             `patch_size`.
         patch_size: `P`, the side of a square patch in pixels.
-        embed_dim: `D`, the width of every token; a multiple of `num_heads`.
-        depth: Number of encoder blocks.
+        embedding_dim: `D`, the width of every token; a multiple of
+            `num_heads` (formerly `embed_dim`; keras-hub's `hidden_dim`).
+        num_layers: Number of encoder blocks, the paper's `L` (formerly
+            `depth`).
         num_heads: Attention heads per block.
-        mlp_dim: Inner size of each block's MLP (4·D in the paper's models).
+        ff_dim: Inner size of each block's MLP, 4·D in the paper's models
+            (formerly `mlp_dim`; keras-hub's `mlp_dim`).
         num_classes: Number of classes, at least 2.
         dropout: Dropout rate after the position embedding and inside every
             block. Default 0.
@@ -284,7 +203,7 @@ def vision_transformer(
 
     Raises:
         ValueError: before anything is built, when the image size is not a
-            multiple of the patch size or `embed_dim` not of `num_heads`.
+            multiple of the patch size or `embedding_dim` not of `num_heads`.
 
     Example:
 
@@ -299,8 +218,8 @@ def vision_transformer(
     """
     height, width, channels = _image_shape(image_shape)
     patch_size = validation.positive_int("patch_size", patch_size, validation.MAX_UNITS)
-    embed_dim, depth, num_heads, mlp_dim = _check_stack(
-        embed_dim, depth, num_heads, mlp_dim, "mlp_dim"
+    embedding_dim, num_layers, num_heads, ff_dim = _check_stack(
+        embedding_dim, num_layers, num_heads, ff_dim
     )
     num_classes = validation.int_in_range("num_classes", num_classes, 2, validation.MAX_UNITS)
     dropout = validation.rate("dropout", dropout)
@@ -313,7 +232,7 @@ def vision_transformer(
     num_patches = (height // patch_size) * (width // patch_size)
 
     images = keras.Input(shape=(height, width, channels), name="images")
-    x = PatchEmbedding(patch_size, embed_dim, name="patch_embedding")(images)  # (batch, N, D)
+    x = PatchEmbedding(patch_size, embedding_dim, name="patch_embedding")(images)  # (batch, N, D)
     x = ClassToken(name="class_token")(x)  # (batch, N + 1, D)
     x = LearnedPositionalEmbedding(
         num_patches + 1,
@@ -321,14 +240,14 @@ def vision_transformer(
         name="position_embedding",
     )(x)
     x = keras.layers.Dropout(dropout, name="embedding_dropout")(x)
-    x = _encoder_stack(x, depth, num_heads, mlp_dim, dropout, True, "gelu", layer_norm_epsilon)
+    x = _encoder_stack(x, num_layers, num_heads, ff_dim, dropout, True, "gelu", layer_norm_epsilon)
     x = ClassTokenPooling(name="class_token_pooling")(x)  # (batch, D)
     probabilities = keras.layers.Dense(num_classes, activation="softmax", name="classifier")(x)
     return keras.Model(images, probabilities, name=name)
 
 
-def _encoder_stack(x, depth, num_heads, ff_dim, dropout, norm_first, activation, epsilon):
-    for index in range(depth):
+def _encoder_stack(x, num_layers, num_heads, ff_dim, dropout, norm_first, activation, epsilon):
+    for index in range(num_layers):
         x = TransformerEncoderBlock(
             num_heads,
             ff_dim,
@@ -344,18 +263,18 @@ def _encoder_stack(x, depth, num_heads, ff_dim, dropout, norm_first, activation,
     return x
 
 
-def _check_stack(embed_dim, depth, num_heads, ff_dim, ff_name="ff_dim"):
-    embed_dim = validation.positive_int("embed_dim", embed_dim, validation.MAX_UNITS)
-    depth = validation.positive_int("depth", depth, 1000)
+def _check_stack(embedding_dim, num_layers, num_heads, ff_dim):
+    embedding_dim = validation.positive_int("embedding_dim", embedding_dim, validation.MAX_UNITS)
+    num_layers = validation.positive_int("num_layers", num_layers, 1000)
     num_heads = validation.positive_int("num_heads", num_heads, validation.MAX_UNITS)
-    ff_dim = validation.positive_int(ff_name, ff_dim, validation.MAX_UNITS)
-    if embed_dim % num_heads:
+    ff_dim = validation.positive_int("ff_dim", ff_dim, validation.MAX_UNITS)
+    if embedding_dim % num_heads:
         raise ValueError(
             f"Received an invalid value for argument `num_heads`, expected a divisor of "
-            f"embed_dim={embed_dim} (each head gets embed_dim / num_heads features), "
-            f"got {num_heads!r}."
+            f"embedding_dim={embedding_dim} (each head gets embedding_dim / num_heads "
+            f"features), got {num_heads!r}."
         )
-    return embed_dim, depth, num_heads, ff_dim
+    return embedding_dim, num_layers, num_heads, ff_dim
 
 
 def _image_shape(image_shape):

@@ -41,3 +41,33 @@ def test_docstring_examples_run():
     result = doctest.testmod(cec_lstm, globs=globs, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+SUBPACKAGES = ("diagnostics", "layers", "losses", "metrics", "models", "tasks", "testing")
+
+
+def test_all_lists_every_public_subpackage():
+    assert set(SUBPACKAGES) <= set(keras_seq.__all__)
+    assert set(keras_seq.__all__) - set(SUBPACKAGES) == {"__version__"}
+
+
+def test_a_plain_import_makes_every_subpackage_an_attribute():
+    """In a fresh interpreter, `import keras_seq` alone is enough for `keras_seq.<name>`."""
+    import subprocess
+    import sys
+
+    script = "import keras_seq\n" + "".join(
+        f"print(keras_seq.{name}.__name__)\n" for name in SUBPACKAGES
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    printed = result.stdout.split()
+    assert printed == [f"keras_seq.{name}" for name in SUBPACKAGES], result.stderr[-2000:]
+
+
+def test_moved_classes_keep_their_registered_names():
+    from keras_seq import losses, metrics
+
+    for cls in (losses.MaskedSparseCategoricalCrossentropy, metrics.MaskedTokenAccuracy):
+        assert keras.saving.get_registered_object(f"keras_seq>{cls.__name__}") is cls

@@ -35,7 +35,7 @@ def flatten_then_project(x, patch_size, projection, bias):
 
 def test_patch_embedding_equals_flatten_then_project():
     x = images((2, 8, 12, 3))
-    layer = layers.PatchEmbedding(patch_size=4, embed_dim=5)
+    layer = layers.PatchEmbedding(patch_size=4, embedding_dim=5)
     layer(x)
     rng = np.random.default_rng(1)
     projection = rng.normal(size=(4 * 4 * 3, 5)).astype("float32")  # E, (P²·C, D)
@@ -54,7 +54,7 @@ def test_patches_give_hw_over_p_squared_tokens_and_one_more_with_the_class_token
     height, width, patch_size, tokens
 ):
     x = images((2, height, width, 3))
-    patches = layers.PatchEmbedding(patch_size, embed_dim=6)(x)
+    patches = layers.PatchEmbedding(patch_size, embedding_dim=6)(x)
     assert tuple(patches.shape) == (2, tokens, 6)
     assert tuple(layers.ClassToken()(patches).shape) == (2, tokens + 1, 6)
 
@@ -84,9 +84,9 @@ def test_patch_embedding_names_its_projection():
 @pytest.mark.parametrize(
     ("kwargs", "argument"),
     [
-        ({"patch_size": 0, "embed_dim": 4}, "patch_size"),
-        ({"patch_size": 4.0, "embed_dim": 4}, "patch_size"),
-        ({"patch_size": 4, "embed_dim": 10**12}, "embed_dim"),
+        ({"patch_size": 0, "embedding_dim": 4}, "patch_size"),
+        ({"patch_size": 4.0, "embedding_dim": 4}, "patch_size"),
+        ({"patch_size": 4, "embedding_dim": 10**12}, "embedding_dim"),
     ],
 )
 def test_invalid_arguments_name_the_argument_and_value(kwargs, argument):
@@ -155,3 +155,15 @@ def test_docstring_examples_run():
     result = doctest.testmod(patches, globs=globs, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_a_config_saved_with_the_old_embed_dim_key_still_loads():
+    """Before keras_seq 0.2 the config key of `embedding_dim` was `embed_dim` (one release)."""
+    old = {"name": "patch_embedding", "trainable": True, "patch_size": 4, "embed_dim": 5}
+    layer = layers.PatchEmbedding.from_config(old)
+    assert layer.embedding_dim == 5 and "embed_dim" not in layer.get_config()
+    restored = keras.saving.deserialize_keras_object(
+        {"module": "keras_seq.layers.patches", "class_name": "PatchEmbedding",
+         "registered_name": "keras_seq>PatchEmbedding", "config": old}
+    )  # fmt: skip
+    assert tuple(restored(images((2, 8, 12, 3))).shape) == (2, 6, 5)

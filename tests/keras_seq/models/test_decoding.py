@@ -568,7 +568,7 @@ SEQ2SEQ_VARIANTS = {
     },
     "transformer": {
         "architecture": "transformer",
-        "embed_dim": 16,
+        "embedding_dim": 16,
         "num_heads": 2,
         "ff_dim": 32,
         "max_length": 12,
@@ -652,16 +652,16 @@ def test_decoding_past_a_transformers_buffer_is_refused(seq2seq_models):
 
 @pytest.mark.parametrize(
     "architecture",
-    [{"attention": "bahdanau"}, {"architecture": "transformer", "embed_dim": 8, "num_heads": 2}],
+    [{"attention": "bahdanau"}, {"architecture": "transformer", "num_heads": 2}],
     ids=["rnn", "transformer"],
 )
 def test_decoding_a_mixed_precision_seq2seq_keeps_float32_scores(architecture):
     """The states (the Transformer's float16 key/value caches included) keep their dtypes
     through the compiled loop."""
-    from keras_seq.models import Seq2Seq
+    from keras_seq.models import seq2seq
 
     keras.utils.set_random_seed(2)
-    model = Seq2Seq(13, 11, units=16, embedding_dim=8, dtype="mixed_float16", **architecture)
+    model = seq2seq(13, 11, units=16, embedding_dim=8, dtype="mixed_float16", **architecture)
     source = _sources(seed=8, batch=4, source_vocab=13, max_source=5)
     for width in (1, 3):
         _, scores, lengths, attention = compile_decoder(

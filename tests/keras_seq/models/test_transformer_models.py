@@ -21,8 +21,6 @@ from keras_seq.layers import (
     TransformerEncoderBlock,
 )
 from keras_seq.models import (
-    ClassTokenPooling,
-    MaskedMeanPooling,
     compile_for,
     transformer_classifier,
     vision_transformer,
@@ -143,12 +141,12 @@ def test_vit_accepts_an_image_spec_and_classifies_from_the_class_token_alone():
     [
         ({"image_shape": (10, 8, 1), "patch_size": 4}, "patch_size", "4"),
         ({"image_shape": (8, 9, 1), "patch_size": 2}, "patch_size", "2"),
-        ({"embed_dim": 30, "num_heads": 4}, "num_heads", "4"),
+        ({"embedding_dim": 30, "num_heads": 4}, "num_heads", "4"),
         ({"image_shape": (8, 8)}, "image_shape", "(8, 8)"),
         ({"image_shape": (8, 0, 1)}, "image_shape", "(8, 0, 1)"),
         ({"patch_size": 0}, "patch_size", "0"),
-        ({"depth": 0}, "depth", "0"),
-        ({"mlp_dim": -1}, "mlp_dim", "-1"),
+        ({"num_layers": 0}, "num_layers", "0"),
+        ({"ff_dim": -1}, "ff_dim", "-1"),
         ({"num_classes": 1}, "num_classes", "1"),
         ({"dropout": 1.0}, "dropout", "1.0"),
     ],
@@ -157,10 +155,10 @@ def test_vit_bad_arguments_are_refused_naming_them_before_building(kwargs, argum
     arguments = {
         "image_shape": (8, 8, 1),
         "patch_size": 2,
-        "embed_dim": 16,
-        "depth": 1,
+        "embedding_dim": 16,
+        "num_layers": 1,
         "num_heads": 2,
-        "mlp_dim": 32,
+        "ff_dim": 32,
         "num_classes": 10,
         **kwargs,
     }
@@ -206,8 +204,8 @@ def test_classifier_parameter_count_matches_the_architecture(pooling, positions,
         vocab,
         length,
         classes,
-        embed_dim=d,
-        depth=depth,
+        embedding_dim=d,
+        num_layers=depth,
         num_heads=2,
         ff_dim=ff,
         pooling=pooling,
@@ -220,9 +218,9 @@ def test_classifier_parameter_count_matches_the_architecture(pooling, positions,
 
 
 def test_classifier_position_layers_follow_the_argument():
-    sinusoidal = transformer_classifier(20, 8, 2, embed_dim=8, num_heads=2, ff_dim=8)
+    sinusoidal = transformer_classifier(20, 8, 2, embedding_dim=8, num_heads=2, ff_dim=8)
     learned = transformer_classifier(
-        20, 8, 2, embed_dim=8, num_heads=2, ff_dim=8, positions="learned", pooling="class_token"
+        20, 8, 2, embedding_dim=8, num_heads=2, ff_dim=8, positions="learned", pooling="class_token"
     )
     assert isinstance(sinusoidal.get_layer("position_encoding"), SinusoidalPositionalEncoding)
     table = learned.get_layer("position_embedding")
@@ -232,7 +230,7 @@ def test_classifier_position_layers_follow_the_argument():
 
 @pytest.mark.backend_agnostic
 def test_mean_pooling_averages_only_the_real_steps():
-    model = transformer_classifier(40, 7, 3, embed_dim=16, depth=1, num_heads=2, ff_dim=16)
+    model = transformer_classifier(40, 7, 3, embedding_dim=16, num_layers=1, num_heads=2, ff_dim=16)
     rng = np.random.default_rng(3)
     ids = _tokens(rng, 4, 7, 40, lengths=[7, 5, 2, 1])
     encoded = keras.Model(model.input, model.get_layer("encoder_block_0").output)
@@ -250,7 +248,13 @@ def test_mean_pooling_averages_only_the_real_steps():
 def test_classifier_output_does_not_depend_on_padding_amount_beyond_the_real_steps(pooling):
     # The same three real tokens, padded to 6 or 9: positions of real tokens are the
     # same, and padding is masked out of attention and pooling, so outputs agree.
-    kwargs = {"embed_dim": 16, "depth": 2, "num_heads": 4, "ff_dim": 32, "pooling": pooling}
+    kwargs = {
+        "embedding_dim": 16,
+        "num_layers": 2,
+        "num_heads": 4,
+        "ff_dim": 32,
+        "pooling": pooling,
+    }
     short = transformer_classifier(25, 6, 3, **kwargs)
     long = transformer_classifier(25, 9, 3, **kwargs)
     long.set_weights(short.get_weights())  # sinusoidal positions: same weights
@@ -263,7 +267,7 @@ def test_classifier_output_does_not_depend_on_padding_amount_beyond_the_real_ste
 @pytest.mark.parametrize("pooling", ["mean", "class_token"])
 def test_all_padding_sequence_gives_finite_probabilities(pooling):
     model = transformer_classifier(
-        10, 5, 3, embed_dim=8, depth=1, num_heads=2, ff_dim=8, pooling=pooling
+        10, 5, 3, embedding_dim=8, num_layers=1, num_heads=2, ff_dim=8, pooling=pooling
     )
     probabilities = _numpy(model(np.zeros((2, 5), "int32")))
     assert np.all(np.isfinite(probabilities))
@@ -276,7 +280,7 @@ def test_all_padding_sequence_gives_finite_probabilities(pooling):
         ({"vocab_size": 1}, "vocab_size", "1"),
         ({"max_length": 0}, "max_length", "0"),
         ({"num_classes": 1}, "num_classes", "1"),
-        ({"embed_dim": 10, "num_heads": 4}, "num_heads", "4"),
+        ({"embedding_dim": 10, "num_heads": 4}, "num_heads", "4"),
         ({"pooling": "max"}, "pooling", "'max'"),
         ({"positions": "rotary"}, "positions", "'rotary'"),
         ({"norm_first": 1}, "norm_first", "1"),
@@ -288,36 +292,6 @@ def test_classifier_bad_arguments_are_refused_naming_them(kwargs, argument, valu
     arguments = {"vocab_size": 20, "max_length": 8, "num_classes": 2, **kwargs}
     with pytest.raises(ValueError, match=rf"`{argument}`.*got {re.escape(value)}"):
         transformer_classifier(**arguments)
-
-
-# ---------------------------------------------------------------------------- pooling layers
-
-
-@pytest.mark.backend_agnostic
-def test_class_token_pooling_keeps_the_first_token_and_drops_the_mask():
-    x = np.random.default_rng(4).normal(size=(3, 5, 6)).astype("float32")
-    layer = ClassTokenPooling()
-    np.testing.assert_array_equal(_numpy(layer(x)), x[:, 0])
-    assert layer.compute_mask(x, np.ones((3, 5), bool)) is None
-    assert layer.compute_output_shape((None, 5, 6)) == (None, 6)
-
-
-@pytest.mark.backend_agnostic
-def test_masked_mean_pooling_matches_numpy_and_gives_zeros_for_empty_rows():
-    rng = np.random.default_rng(5)
-    x = rng.normal(size=(3, 4, 2)).astype("float32")
-    mask = np.array([[1, 1, 1, 1], [1, 0, 1, 0], [0, 0, 0, 0]], bool)
-    expected = np.stack([x[0].mean(axis=0), x[1, [0, 2]].mean(axis=0), np.zeros(2)])
-    np.testing.assert_allclose(_numpy(MaskedMeanPooling()(x, mask=mask)), expected, rtol=1e-6)
-    np.testing.assert_allclose(_numpy(MaskedMeanPooling()(x)), x.mean(axis=1), rtol=1e-6)
-
-
-@pytest.mark.parametrize("cls", [ClassTokenPooling, MaskedMeanPooling])
-def test_pooling_layers_are_registered_and_reload_from_config(cls):
-    assert keras.saving.get_registered_name(cls) == f"keras_seq>{cls.__name__}"
-    layer = cls(name="pool")
-    clone = cls.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
 
 
 # ---------------------------------------------------------------------------------------- saving
@@ -334,10 +308,10 @@ def _saved_config(path):
     [
         lambda: vision_transformer((8, 8, 1), 2, 16, 2, 2, 32, 10),
         lambda: transformer_classifier(
-            30, 6, 3, embed_dim=8, num_heads=2, ff_dim=8, pooling="class_token",
+            30, 6, 3, embedding_dim=8, num_heads=2, ff_dim=8, pooling="class_token",
             positions="learned", norm_first=True,
         ),
-        lambda: transformer_classifier(30, 6, 3, embed_dim=8, num_heads=2, ff_dim=8),
+        lambda: transformer_classifier(30, 6, 3, embedding_dim=8, num_heads=2, ff_dim=8),
     ],
     ids=["vit", "classifier_class_token_learned", "classifier_mean_sinusoidal"],
 )  # fmt: skip
@@ -370,3 +344,18 @@ def test_docstring_examples_run():
     result = doctest.testmod(transformer, globs=globs, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+@pytest.mark.backend_agnostic
+def test_the_old_argument_names_still_work_for_one_release_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="depth"):
+        classifier = transformer_classifier(20, 6, 2, embed_dim=8, depth=1, num_heads=2, ff_dim=8)
+    assert len([layer for layer in classifier.layers if "encoder_block" in layer.name]) == 1
+    with pytest.warns(DeprecationWarning, match="mlp_dim"):
+        vit = vision_transformer(
+            (8, 8, 1), 2, embed_dim=8, depth=1, num_heads=2, mlp_dim=16, num_classes=3
+        )
+    block = vit.get_layer("encoder_block_0")
+    assert block.ff_dim == 16 and vit.get_layer("patch_embedding").embedding_dim == 8
+    with pytest.raises(TypeError, match="both `depth`"):
+        transformer_classifier(20, 6, 2, depth=1, num_layers=1)

@@ -58,7 +58,7 @@ MODELS = {
     "bahdanau": {"cell": "gru", "attention": "bahdanau", "units": 16, "embedding_dim": 8},
     "transformer": {
         "architecture": "transformer",
-        "embed_dim": 16,
+        "embedding_dim": 16,
         "num_heads": 2,
         "ff_dim": 32,
         "max_length": 16,

@@ -43,10 +43,10 @@ def test_small_vit_reaches_90_percent_validation_accuracy_on_digits(seed):
     model = vision_transformer(
         task.inputs,
         patch_size=PATCH_SIZE,
-        embed_dim=WIDTH,
-        depth=DEPTH,
+        embedding_dim=WIDTH,
+        num_layers=DEPTH,
         num_heads=HEADS,
-        mlp_dim=MLP_DIM,
+        ff_dim=MLP_DIM,
         num_classes=task.targets.num_classes,
     )
     steps = math.ceil(task.num_train / BATCH_SIZE) * EPOCHS

@@ -1,0 +1,68 @@
+"""`compile_for`: the optimizer, loss and metric a task's targets call for.
+
+classification ─▶ sparse categorical cross-entropy, accuracy
+regression     ─▶ mean squared error
+sequence       ─▶ MaskedSparseCategoricalCrossentropy, MaskedTokenAccuracy (PAD left out)
+"""
+
+from __future__ import annotations
+
+import keras
+
+from keras_seq import validation
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
+from keras_seq.tasks.base import TargetSpec
+
+
+def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0):
+    """Compiles `model` with Adam and the loss and metric that `targets` calls for.
+
+    Classification: sparse categorical cross-entropy, metric `"accuracy"`.
+    Regression: mean squared error as the loss (reported as `loss` and
+    `val_loss`), no extra metric.
+    Sequence (a `Seq2Seq`'s token targets): `MaskedSparseCategoricalCrossentropy`
+    and `MaskedTokenAccuracy` (`token_accuracy`), which leave PAD out.
+
+    Args:
+        model: A model from `recurrent_model` (or `seq2seq` for sequence
+            targets).
+        targets: The task's `TargetSpec`.
+        learning_rate: Adam's learning rate. Default 1e-2.
+        clipnorm: Clip each gradient to this norm. Default 1.0; None turns
+            clipping off.
+
+    Returns:
+        `model`, compiled.
+    """
+    if not isinstance(targets, TargetSpec):
+        raise ValueError(
+            "Received an invalid value for argument `targets`, expected a TargetSpec, "
+            f"got {targets!r}."
+        )
+    if targets.kind != "sequence":
+        check_one_vector_target(targets)
+    learning_rate = validation.positive_float("learning_rate", learning_rate)
+    if clipnorm is not None:
+        clipnorm = validation.positive_float("clipnorm", clipnorm)
+    optimizer = keras.optimizers.Adam(learning_rate=learning_rate, clipnorm=clipnorm)
+    if targets.kind == "classification":
+        model.compile(optimizer, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    elif targets.kind == "sequence":
+        model.compile(
+            optimizer, loss=MaskedSparseCategoricalCrossentropy(), metrics=[MaskedTokenAccuracy()]
+        )
+    else:
+        model.compile(optimizer, loss="mean_squared_error")
+    return model
+
+
+def check_one_vector_target(targets):
+    """These helpers predict one class or vector per sequence; pointer targets need more."""
+    if targets.kind not in ("classification", "regression"):
+        raise ValueError(
+            f"Received a `targets` of kind {targets.kind!r}; recurrent_model and compile_for "
+            "predict one class or vector per sequence ('classification' or 'regression'). "
+            "For pointer targets use keras_seq.models.pointer_network; for sequence targets "
+            "keras_seq.models.seq2seq (which compile_for compiles)."
+        )

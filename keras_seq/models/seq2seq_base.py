@@ -1,0 +1,354 @@
+"""`Seq2Seq`, what every encoder–decoder here shares: the source, the shifted target, the contract.
+
+    source ─▶ [reverse within length] ─▶ encoder ─▶ memory ─┐
+    target ─▶ shift right (START first) ─▶ decoder ◀────────┘ ─▶ softmax
+
+A `Seq2Seq` is a registered `keras.Model` subclass rather than a functional
+graph because it has three entry points that share its layers: `call` (the
+teacher-forced pass that `fit` trains), and `encode` / `decode_step`, the
+inference contract that greedy decoding and beam search
+(`keras_seq.models.decoding`) and `Translator` run in a compiled loop. Its
+two architectures are subclasses, each with its own arguments:
+`RNNSeq2Seq` (`keras_seq.models.rnn_seq2seq`) and `TransformerSeq2Seq`
+(`keras_seq.models.transformer_seq2seq`); `keras_seq.models.seq2seq(...)`
+builds either from one call.
+
+Training input is `{"source": x, "target": y}` with `y` the target as a task
+stores it (token ids, one END, PAD = 0 to the right). The model shifts `y`
+right itself, so the decoder reads `START, y_1 … y_{T−1}` and predicts
+`y_1 … y_T` (teacher forcing), and returns `(batch, T, target_vocab_size)`
+probabilities. Padding is never counted: compile with
+`compile_for(model, task.targets)` (or `MaskedSparseCategoricalCrossentropy`
+and `MaskedTokenAccuracy`), then `model.fit({"source": x, "target": y}, y)`.
+
+Inference:
+
+    state = model.encode(source)                        # dict of batch-first tensors
+    log_probs, state, attention = model.decode_step(tokens, state)
+
+`tokens` is the previous output token `(batch,)` (START at the first step).
+The step gives exactly the probabilities of the teacher-forced pass when fed
+the same tokens (tested to 1e-5). Everything is `keras.ops`, with no Python
+branching on tensor values, so both run inside `tf.function` and `jax.jit`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import keras
+from keras import ops
+
+from keras_seq import validation
+from keras_seq.layers import ReverseWithinLength
+
+_REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
+
+# The reserved ids of `keras_seq.tasks.Vocabulary`, the same in every vocabulary.
+PAD_ID, START_ID = 0, 1
+
+# Most tokens a vocabulary may hold; each adds a row to an embedding and a
+# column to the output layer.
+MAX_VOCABULARY = 2**22
+
+# The deepest stack of layers the builder accepts.
+MAX_LAYERS = 64
+
+# Constructor keywords of every Keras model, in every config.
+_MODEL_KEYS = ("name", "trainable", "dtype")
+
+# The subclass of each `architecture`, for configs written by the single class of keras_seq
+# 0.1 (`Seq2Seq(architecture=...)`); filled in by `Seq2Seq.__init_subclass__`.
+_ARCHITECTURES = {}
+
+
+# The arguments of keras_seq 0.1's `Seq2Seq(...)`, in their positional order.
+_SINGLE_CLASS_ARGUMENTS = (
+    "source_vocab_size",
+    "target_vocab_size",
+    "architecture",
+    "cell",
+    "units",
+    "num_layers",
+    "bidirectional",
+    "attention",
+    "attention_units",
+    "input_feeding",
+    "reverse_source",
+    "embedding_dim",
+    "embed_dim",
+    "num_heads",
+    "ff_dim",
+    "norm_first",
+    "max_length",
+    "positions",
+    "dropout",
+)
+
+
+class _BuildsASubclass(type(keras.Model)):
+    """`Seq2Seq(..., architecture=...)`, keras_seq 0.1's call, builds the subclass (one release).
+
+    A metaclass, so that the call never reaches `Seq2Seq.__init__`: the
+    arguments go to `keras_seq.models.seq2seq`, which picks the subclass.
+    """
+
+    def __call__(cls, *args, **kwargs):
+        if cls is not Seq2Seq:
+            return super().__call__(*args, **kwargs)
+        warnings.warn(
+            "Seq2Seq(...) is deprecated: build the model with keras_seq.models.seq2seq(...), "
+            "RNNSeq2Seq(...) or TransformerSeq2Seq(...).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if len(args) > len(_SINGLE_CLASS_ARGUMENTS):
+            raise TypeError(f"Seq2Seq() takes at most {len(_SINGLE_CLASS_ARGUMENTS)} arguments.")
+        kwargs = {**dict(zip(_SINGLE_CLASS_ARGUMENTS, args, strict=False)), **kwargs}
+        trainable = kwargs.pop("trainable", True)
+        from keras_seq.models.seq2seq import seq2seq  # the factory imports this module
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # embed_dim: warned above
+            model = seq2seq(
+                kwargs.pop("source_vocab_size"), kwargs.pop("target_vocab_size"), **kwargs
+            )
+        model.trainable = trainable
+        return model
+
+
+def vocab_size(name, value):
+    """`value` if it is a vocabulary size (the 4 reserved ids and more), else raises."""
+    return validation.int_in_range(name, value, 4, MAX_VOCABULARY)
+
+
+@_REGISTER
+class Seq2Seq(keras.Model, metaclass=_BuildsASubclass):
+    """The base of the encoder–decoders: maps a source token sequence to a target one.
+
+    For every subclass
+
+        p(y_t | y_{<t}, x) = softmax(W_o o_t + b_o)
+
+    where `o_t` is the decoder's output at step `t` and `W_o`, `b_o` the
+    layer `output_projection`. This class holds what the architectures
+    share: the vocabulary sizes, the optional source reversal (Sutskever et
+    al. 2014), dropout, the shift of the target to the right, the output
+    projection and the `call` / `encode` / `decode_step` contract. A subclass
+    sets `architecture` and implements `_make_layers`, `_build_layers`,
+    `teacher_forced`, `initial_state` and `step`. Build one with
+    `keras_seq.models.seq2seq(...)`, `RNNSeq2Seq` or `TransformerSeq2Seq`.
+    `Seq2Seq(..., architecture=...)`, the single class of keras_seq 0.1,
+    still builds the subclass (with a DeprecationWarning) for one release,
+    and a `.keras` file it saved still loads (`Seq2Seq.from_config`).
+
+    Args:
+        source_vocab_size: Source token ids, the 4 reserved ids included.
+        target_vocab_size: Target token ids, the 4 reserved ids included.
+        reverse_source: Reverse each source within its length before
+            encoding (Sutskever et al. 2014), in `call` and in `encode`.
+            Default False.
+        dropout: Dropout rate (where, the subclass says). Default 0.
+        **kwargs: Model keywords (`name`, `trainable`, `dtype`). A `dtype`
+            policy such as `"mixed_float16"` reaches every sublayer; the
+            probabilities and `decode_step`'s log-probabilities and attention
+            are float32 whatever the policy.
+
+    Call arguments:
+        inputs: A dict with `"source"`, `(batch, S)` int ids, and
+            `"target"`, `(batch, T)` int ids (ids, END, PAD), right-padded
+            with PAD = 0.
+        training: Whether dropout is applied.
+
+    Returns:
+        `(batch, T, target_vocab_size)` float32 probabilities of each target
+        token given the source and the target tokens before it.
+
+    Example:
+
+    >>> from keras_seq.models import seq2seq
+    >>> model = seq2seq(20, 30, units=16, attention="luong_general")
+    >>> isinstance(model, Seq2Seq), model.architecture
+    (True, 'rnn')
+    >>> source = np.array([[5, 6, 7, 0]]); target = np.array([[8, 9, 2]])
+    >>> tuple(model({"source": source, "target": target}).shape)
+    (1, 3, 30)
+
+    References:
+        - Sutskever, Vinyals & Le, "Sequence to Sequence Learning with Neural
+          Networks", NeurIPS 2014.
+    """
+
+    # "rnn" or "transformer": set by each subclass.
+    architecture = None
+    # Config keys of keras_seq 0.1's single class that the subclass renamed: (old, new) pairs.
+    renamed_config_keys = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.architecture is not None:
+            _ARCHITECTURES.setdefault(cls.architecture, cls)
+
+    def __init__(
+        self, source_vocab_size, target_vocab_size, reverse_source=False, dropout=0.0, **kwargs
+    ):
+        # === Validation, before any weight exists ===
+        self.source_vocab_size = vocab_size("source_vocab_size", source_vocab_size)
+        self.target_vocab_size = vocab_size("target_vocab_size", target_vocab_size)
+        self.reverse_source = validation.boolean("reverse_source", reverse_source)
+        self.dropout = validation.rate("dropout", dropout)
+        self._check_arguments()
+
+        kwargs.setdefault("name", "seq2seq")
+        super().__init__(**kwargs)
+
+        # === Layers, named by their role ===
+        if self.reverse_source:
+            self.source_reversal = ReverseWithinLength(
+                pad_value=PAD_ID, name="source_reversal", dtype=self.dtype_policy
+            )
+        self._make_layers()
+        self.output_projection = keras.layers.Dense(
+            self.target_vocab_size, name="output_projection", dtype=self.dtype_policy
+        )
+        tokens = (None, None)
+        if self.reverse_source:
+            self.source_reversal.build(tokens)
+        self._build_layers()
+        self.built = True
+
+    # Subclass hooks ---------------------------------------------------------------
+
+    def _check_arguments(self):
+        """Raises on arguments that do not fit together (each one is checked already)."""
+
+    def _make_layers(self):
+        """Creates the encoder and decoder layers (not `output_projection`)."""
+        raise NotImplementedError
+
+    def _build_layers(self):
+        """Creates every weight now, so that a new or reloaded model is ready to use."""
+        raise NotImplementedError
+
+    def teacher_forced(self, source, target, training):
+        """The probabilities of `call` for int `source` `(batch, S)` and `target` `(batch, T)`."""
+        raise NotImplementedError
+
+    def initial_state(self, source):
+        """What `encode` returns, for a `source` tensor."""
+        raise NotImplementedError
+
+    def step(self, tokens, state):
+        """What `decode_step` returns, for a `tokens` tensor."""
+        raise NotImplementedError
+
+    # Shared pieces ----------------------------------------------------------------
+
+    @property
+    def max_decode_length(self):
+        """The most steps `decode_step` can take; None if unbounded."""
+        return None
+
+    def _prepare_source(self, source):
+        """The source ids as int32, reversed within length if asked, and their mask."""
+        source = ops.cast(source, "int32")
+        if self.reverse_source:
+            source = self.source_reversal(source)
+        return source, ops.not_equal(source, PAD_ID)
+
+    @staticmethod
+    def shift_right(target):
+        """The decoder's input for `target`: START, then the target without its last token."""
+        target = ops.cast(target, "int32")
+        start = ops.full((ops.shape(target)[0], 1), START_ID, dtype="int32")
+        return ops.concatenate([start, target[:, :-1]], axis=1)
+
+    def _probabilities(self, outputs):
+        logits = ops.cast(self.output_projection(outputs), "float32")
+        return ops.softmax(logits, axis=-1)
+
+    def _log_probabilities(self, outputs):
+        logits = ops.cast(self.output_projection(outputs), "float32")
+        return ops.log_softmax(logits, axis=-1)
+
+    # Public entry points ----------------------------------------------------------
+
+    def call(self, inputs, training=None):
+        if not isinstance(inputs, dict) or set(inputs) != {"source", "target"}:
+            raise ValueError(
+                "Seq2Seq expects a dict {'source': (batch, S) ids, 'target': (batch, T) ids}, "
+                f"got {type(inputs).__name__}"
+                + (f" with keys {sorted(inputs)}." if isinstance(inputs, dict) else ".")
+            )
+        return self.teacher_forced(inputs["source"], inputs["target"], training)
+
+    def encode(self, source):
+        """Reads the source once and returns the decoder's state before its first step.
+
+        Args:
+            source: `(batch, S)` int token ids, right-padded with PAD = 0 (not
+                reversed: `reverse_source` is applied here as in training).
+
+        Returns:
+            A dict of tensors, each with the batch as its first axis, among
+            them `"source_mask"` bool `(batch, S)`; the subclass documents the
+            others.
+        """
+        return self.initial_state(ops.convert_to_tensor(source))
+
+    def decode_step(self, tokens, state):
+        """One decoder step: the distribution of the next token given the previous one.
+
+        Args:
+            tokens: `(batch,)` int, the previous target token (START at the
+                first step).
+            state: The dict from `encode` or from the previous `decode_step`
+                (rows may have been repeated or gathered, as beam search does).
+
+        Returns:
+            `(log_probs, state, attention)`: float32 `(batch,
+            target_vocab_size)` log-probabilities of the next token, the new
+            state (same keys, shapes and dtypes), and float32 `(batch, S)`
+            attention weights over the source positions (in the order the
+            model read them, so reversed with `reverse_source`).
+        """
+        return self.step(ops.convert_to_tensor(tokens), state)
+
+    def get_config(self):
+        return {
+            "source_vocab_size": self.source_vocab_size,
+            "target_vocab_size": self.target_vocab_size,
+            "reverse_source": self.reverse_source,
+            "dropout": self.dropout,
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        if cls is Seq2Seq:
+            return _from_single_class_config(config)
+        return cls(**config)
+
+
+def _from_single_class_config(config):
+    """A model from a config of keras_seq 0.1's single `Seq2Seq` class (kept for one release).
+
+    That class took both architectures' arguments and ignored the other's;
+    its config names the `architecture`. The subclass gets the arguments it
+    takes, with the keys it renamed (`TransformerSeq2Seq`: `embed_dim` is now
+    `embedding_dim`) under their new names.
+    """
+    config = dict(config)
+    architecture = config.pop("architecture", "rnn")
+    if architecture not in _ARCHITECTURES:
+        expected = " or ".join(map(repr, _ARCHITECTURES))
+        raise validation.invalid("architecture", expected, architecture)
+    cls = _ARCHITECTURES[architecture]
+    for old, new in cls.renamed_config_keys:
+        if old in config:
+            config[new] = config.pop(old)
+    accepted = set(inspect.signature(cls.__init__).parameters) | set(_MODEL_KEYS)
+    return cls(**{key: value for key, value in config.items() if key in accepted})

@@ -63,7 +63,7 @@ class Settings:
     target_vocab_size: int = 2000
     units: int = 256
     embedding_dim: int = 128
-    embed_dim: int = 128
+    embed_dim: int = 128  # the Transformer's embedding_dim
     num_heads: int = 4
     ff_dim: int = 512
     num_layers_transformer: int = 2
@@ -115,7 +115,7 @@ def build_model(keras, model_key, settings):
         settings.target_vocab_size,
         architecture="transformer",
         num_layers=settings.num_layers_transformer,
-        embed_dim=settings.embed_dim,
+        embedding_dim=settings.embed_dim,
         num_heads=settings.num_heads,
         ff_dim=settings.ff_dim,
         max_length=settings.target_length,
@@ -131,7 +131,7 @@ def describe(model_key, settings):
         )
     return (
         f"seq2seq(architecture='transformer', num_layers={settings.num_layers_transformer}, "
-        f"embed_dim={settings.embed_dim}, num_heads={settings.num_heads}, "
+        f"embedding_dim={settings.embed_dim}, num_heads={settings.num_heads}, "
         f"ff_dim={settings.ff_dim}, max_length={settings.target_length})"
     )
 

@@ -224,9 +224,11 @@ def load_spec_argument(args: argparse.Namespace):
     """The spec file of `args.spec`, with `--set` applied, validated (SpecError if not)."""
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.builders import load_spec
-    from builder_ui.specs import read_spec_file
+    from builder_ui.specs import read_spec_file, upgrade
 
     data = read_spec_file(args.spec)
+    if isinstance(data, dict):
+        data = upgrade(data)  # `--set` paths name fields of the current spec version
     data = apply_overrides(data, getattr(args, "overrides", []))
     return load_spec(data)
 

@@ -146,7 +146,7 @@ class Seq2SeqParams(ModelParams):
     def arguments(self) -> dict:
         """The keyword arguments of `keras_seq.models.seq2seq` for this architecture."""
         return {
-            **self.architecture.model_dump(),
+            **self.architecture.model_dump(exclude={"type"}),
             "architecture": self.architecture.type,
             "num_layers": self.num_layers,
             "reverse_source": self.reverse_source,
@@ -206,7 +206,8 @@ class Seq2SeqBuilder(ModelBuilder):
 
     def compile_args(self, params, task):
         # Keras loads on first use, not on import (specs and the app start without it).
-        from keras_seq.models import MaskedSparseCategoricalCrossentropy, MaskedTokenAccuracy
+        from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+        from keras_seq.metrics import MaskedTokenAccuracy
 
         return {"loss": MaskedSparseCategoricalCrossentropy(), "metrics": [MaskedTokenAccuracy()]}
 

@@ -267,11 +267,12 @@ def _transformer_encoder(params, inputs, sequence):
 
     from keras_seq.layers import (
         ClassToken,
+        ClassTokenPooling,
         LearnedPositionalEmbedding,
+        MaskedMeanPooling,
         SinusoidalPositionalEncoding,
         TransformerEncoderBlock,
     )
-    from keras_seq.models import ClassTokenPooling, MaskedMeanPooling
 
     encoder = params.encoder
     if inputs.kind == "tokens":

@@ -95,11 +95,13 @@ def run(context: LabContext) -> ExperimentResult:
             "task": translation_task(settings),
             "model": {
                 "type": "seq2seq",
-                "architecture": "rnn",
-                "cell": settings["cell"],
-                "units": settings["units"],
-                "embedding_dim": settings["embedding_dim"],
-                "attention": attention,
+                "architecture": {
+                    "type": "rnn",
+                    "cell": settings["cell"],
+                    "units": settings["units"],
+                    "embedding_dim": settings["embedding_dim"],
+                    "attention": attention,
+                },
                 "reverse_source": reverse,
             },
             "train": {

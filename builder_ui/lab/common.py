@@ -23,6 +23,7 @@ from typing import Any
 from builder_ui import engine
 from builder_ui.builders import load_spec, prepare
 from builder_ui.engine import devices
+from builder_ui.specs import SPEC_VERSION
 
 FIGURES_DIR = "figures"
 
@@ -243,7 +244,7 @@ class LabContext:
         """
 
         name = self.run_name(key)
-        document = {"version": 1, "name": name, **dict(spec)}
+        document = {"version": SPEC_VERSION, "name": name, **dict(spec)}
         checked = load_spec(document)
         run_id = self.store.create_run(checked, name=name, sweep_id=self.sweep_id)
         self.run_ids.append(run_id)

@@ -1,12 +1,12 @@
 """Experiment 5: Transformer design choices, and what a ViT learns about positions.
 
-Transformer encoder–decoders (`seq2seq` with `architecture: transformer`) of
+Transformer encoder–decoders (`seq2seq` with `architecture: {type: transformer}`) of
 one width are trained through the engine on `toy_translation`, changing one
 choice at a time from a base of 4 heads, sinusoidal positions and post-LN
 blocks (the paper's):
 
-- the number of heads at a fixed `embed_dim` (each head gets
-  `embed_dim / heads` features), as in Vaswani et al.'s Table 3 (A);
+- the number of heads at a fixed `embedding_dim` (each head gets
+  `embedding_dim / heads` features), as in Vaswani et al.'s Table 3 (A);
 - learned position embeddings instead of the sinusoids (their Table 3 (E));
 - pre-LN blocks (the normalisation before each sub-layer, with a final
   norm) instead of post-LN.
@@ -54,7 +54,7 @@ RULE = (
 )
 
 BASE_HEADS = 4
-EMBED_DIM = 64
+EMBEDDING_DIM = 64
 
 
 def _translation_spec(settings, *, heads, positions, norm_first, seed=0):
@@ -62,14 +62,16 @@ def _translation_spec(settings, *, heads, positions, norm_first, seed=0):
         "task": translation_task(settings),
         "model": {
             "type": "seq2seq",
-            "architecture": "transformer",
+            "architecture": {
+                "type": "transformer",
+                "embedding_dim": EMBEDDING_DIM,
+                "num_heads": heads,
+                "ff_dim": settings["ff_dim"],
+                "norm_first": norm_first,
+                "positions": positions,
+                "max_length": settings["max_length"],
+            },
             "num_layers": settings["layers"],
-            "embed_dim": EMBED_DIM,
-            "num_heads": heads,
-            "ff_dim": settings["ff_dim"],
-            "norm_first": norm_first,
-            "positions": positions,
-            "max_length": settings["max_length"],
             "dropout": settings["dropout"],
         },
         "train": {
@@ -144,7 +146,7 @@ def run(context: LabContext) -> ExperimentResult:
             {
                 "change": label,
                 "heads": choices["heads"],
-                "d_k": EMBED_DIM // choices["heads"],
+                "d_k": EMBEDDING_DIM // choices["heads"],
                 "positions": choices["positions"],
                 "blocks": "pre-LN" if choices["norm_first"] else "post-LN",
                 "seed": seed,
@@ -171,7 +173,7 @@ def run(context: LabContext) -> ExperimentResult:
         "model": {
             "type": "vision_transformer",
             "patch_size": 2,
-            "embed_dim": 64,
+            "embedding_dim": 64,
             "num_heads": 4,
             "ff_dim": 128,
             "num_layers": 2,
@@ -251,7 +253,7 @@ def run(context: LabContext) -> ExperimentResult:
         for distance, value in profile.items()
     ]
     notes = [
-        f"Translation models: width {EMBED_DIM}, {settings['layers']} encoder and decoder "
+        f"Translation models: width {EMBEDDING_DIM}, {settings['layers']} encoder and decoder "
         f"block(s), feed-forward {settings['ff_dim']}, dropout {settings['dropout']}; "
         f"{settings['pairs']:,} pairs of {settings['min_len']}–{settings['max_len']} source "
         f"tokens, {settings['epochs']} epochs, Adam {settings['learning_rate']} without warm-up, "

@@ -92,30 +92,54 @@ def _version_1_paths(model: Any) -> dict[str, str]:
     return {}
 
 
+_ENCODER_RENAMES = {"embed_dim": "embedding_dim", "positional": "positions"}
+
+
+def _model_1_to_2(model: Any, where: str = "model") -> Any:
+    """A version 1 `model:` section in version 2 terms (anything else is left to validation)."""
+    if not isinstance(model, dict):
+        return model
+    kind = model.get("type")
+    if kind in ("sequence_classifier", "sequence_regressor"):
+        encoder = model.get("encoder")
+        if isinstance(encoder, dict):
+            return {**model, "encoder": _renamed(encoder, _ENCODER_RENAMES, f"{where}.encoder")}
+    elif kind == "vision_transformer":
+        return _renamed(model, {"embed_dim": "embedding_dim"}, where)
+    elif kind == "seq2seq" and not isinstance(model.get("architecture"), dict):
+        model = dict(model)
+        architecture = {"type": model.pop("architecture", "rnn")}
+        moved = {key: model.pop(key) for key in list(model) if key in _SEQ2SEQ_ARCHITECTURE_FIELDS}
+        moved = _renamed(moved, {"embed_dim": "embedding_dim"}, where)
+        # Version 1 wrote null for "the default" (and for the other architecture's fields).
+        architecture.update({key: value for key, value in moved.items() if value is not None})
+        model["architecture"] = architecture
+    return model
+
+
+def _sweep_values_1_to_2(key: str, values: Any, model: Any) -> Any:
+    """Sweep values that are whole version 1 sections, in version 2 terms."""
+    if not isinstance(values, list):
+        return values
+    if key == "model":
+        return [_model_1_to_2(value) for value in values]
+    kind = model.get("type") if isinstance(model, dict) else None
+    if key == "model.encoder" and kind in ("sequence_classifier", "sequence_regressor"):
+        return [
+            _renamed(value, _ENCODER_RENAMES, "model.encoder") if isinstance(value, dict) else value
+            for value in values
+        ]
+    return values
+
+
 def _upgrade_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     """Version 1 named one idea two ways and flattened seq2seq's architectures (see above)."""
     model = data.get("model")
     paths = _version_1_paths(model)
-    if isinstance(model, dict):
-        kind = model.get("type")
-        if kind in ("sequence_classifier", "sequence_regressor"):
-            encoder = model.get("encoder")
-            if isinstance(encoder, dict):
-                renames = {"embed_dim": "embedding_dim", "positional": "positions"}
-                model = {**model, "encoder": _renamed(encoder, renames, "model.encoder")}
-        elif kind == "vision_transformer":
-            model = _renamed(model, {"embed_dim": "embedding_dim"}, "model")
-        elif kind == "seq2seq" and not isinstance(model.get("architecture"), dict):
-            model = dict(model)
-            architecture = {"type": model.pop("architecture", "rnn")}
-            moved = {k: model.pop(k) for k in list(model) if k in _SEQ2SEQ_ARCHITECTURE_FIELDS}
-            moved = _renamed(moved, {"embed_dim": "embedding_dim"}, "model")
-            # Version 1 wrote null for "the default" (and for the other architecture's fields).
-            architecture.update({k: v for k, v in moved.items() if v is not None})
-            model["architecture"] = architecture
-        data["model"] = model
+    if "model" in data:
+        data["model"] = _model_1_to_2(model)
     sweep = data.get("sweep")
-    if isinstance(sweep, dict) and isinstance(sweep.get("parameters"), dict) and paths:
+    if isinstance(sweep, dict) and isinstance(sweep.get("parameters"), dict):
         parameters = {}
         for key, values in sweep["parameters"].items():
             new = paths.get(key, key)
@@ -123,7 +147,7 @@ def _upgrade_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
                 raise SpecError(
                     [(f"sweep.parameters[{key!r}]", f"version 1 path renamed to {new!r}; give one")]
                 )
-            parameters[new] = values
+            parameters[new] = _sweep_values_1_to_2(key, values, model)
         data["sweep"] = {**sweep, "parameters": parameters}
     return data
 

@@ -288,6 +288,30 @@ def test_set_overrides_fields_before_validation(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_set_switches_a_seq2seq_spec_to_the_transformer(tmp_path, capsys, version):
+    # A version 1 file is upgraded first, so `--set` names the current fields either way.
+    model = (
+        {"type": "seq2seq", "architecture": "rnn", "cell": "gru", "units": 8}
+        if version == 1
+        else {"type": "seq2seq", "architecture": {"type": "rnn", "cell": "gru", "units": 8}}
+    )
+    document = {
+        "version": version,
+        "name": "switch",
+        "task": {"type": "reverse", "length": 5, "n": 50},
+        "model": model,
+    }
+    path = tmp_path / "seq2seq.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    argv = ["validate", str(path), "--set", "model.architecture=transformer"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out == f"{path}: valid (model 'seq2seq' on task 'reverse')\n"
+    argv = ["validate", str(path), "--set", "model.architecture.num_heads=3"]
+    assert cli.main(argv) == 2
+    assert "model.architecture.num_heads: unknown field" in capsys.readouterr().err
+
+
 def test_ray_options_need_the_ray_executor(tmp_path, capsys):
     path = write_spec(tmp_path, SWEEP)
     argv = ["sweep", str(path), "--address", "auto", "--runs", str(tmp_path / "runs")]

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from builder_ui import builders
-from builder_ui.app import actions, uploads
+from builder_ui.app import actions, forms, uploads
 from builder_ui.builders import load_spec, presets
-from builder_ui.specs import ModelParams, SpecError
+from builder_ui.specs import ModelParams, SpecError, StrictModel
 
 ROOT = Path(__file__).resolve().parents[3]
 WAIT_S = 300
@@ -59,7 +59,7 @@ def test_every_preset_is_a_valid_spec_whose_model_fits_its_task():
         result = actions.check(actions.preset_text(key))
         assert result.ok, (key, result.problems)
     attention = {
-        key: presets.spec(key)["model"].get("attention")
+        key: presets.spec(key)["model"]["architecture"].get("attention")
         for key in ("seq2seq", "seq2seq_bahdanau", "seq2seq_luong")
     }
     assert attention == {
@@ -134,7 +134,7 @@ def test_the_form_lists_each_field_with_its_path_kind_bounds_and_help():
     found = {f.path: f for f in actions.fields(actions.preset_text("transformer"))}
     units = found["model.encoder.num_heads"]
     assert (units.kind, units.value, units.bounds) == ("int", 4, "≥ 1, ≤ 65536")
-    assert units.help == "Attention heads; must divide `embed_dim`."
+    assert units.help == "Attention heads; must divide `embedding_dim`."
     assert units.elem_id == "field-model-encoder-num-heads"
     encoder = found["model.encoder.type"]
     assert (encoder.kind, encoder.choices, encoder.structural) == (
@@ -171,12 +171,12 @@ def test_choosing_another_block_type_starts_it_from_its_defaults():
     assert redraw and result.ok
     assert yaml.safe_load(new_text)["model"]["encoder"] == {
         "type": "transformer",
-        "embed_dim": 32,
+        "embedding_dim": 32,
         "num_heads": 4,
         "ff_dim": 64,
         "num_layers": 2,
         "norm_first": False,
-        "positional": "sinusoidal",
+        "positions": "sinusoidal",
         "pooling": "mean",
         "dropout": 0.0,
     }
@@ -218,9 +218,33 @@ def test_malformed_yaml_is_reported_with_its_line_and_the_form_waits_for_a_fix()
 
 
 def test_docstring_help_reads_wrapped_lists_of_names():
+    class Wrapped(StrictModel):
+        """A model whose docstring documents several fields in one entry.
+
+        Args:
+            cell, units, bidirectional,
+                attention: RNN only; null means the default
+                (`lstm`, 64, false, no attention).
+            max_length: Transformer only.
+        """
+
+    help_text = forms._docstring_help(Wrapped)
+    assert help_text["attention"].startswith("RNN only; null means the default")
+    assert help_text["cell"] == help_text["attention"]
+    assert help_text["max_length"] == "Transformer only."
+
+
+def test_the_seq2seq_architecture_is_a_block_of_the_form_with_its_fields_help():
     found = {f.path: f for f in actions.fields(actions.preset_text("seq2seq"))}
-    assert found["model.attention"].help.startswith("RNN only; null means the default")
-    assert found["model.max_length"].help.startswith("Transformer only")
+    assert found["model.architecture.attention"].help.startswith("null (the fixed context")
+    assert "model.architecture.num_heads" not in found  # the Transformer's, not this RNN's
+    text, result, redraw = actions.apply_field(
+        actions.preset_text("seq2seq"), "model.architecture.type", "transformer"
+    )
+    assert redraw and result.ok
+    architecture = yaml.safe_load(text)["model"]["architecture"]
+    assert architecture["type"] == "transformer" and architecture["num_heads"] == 4
+    assert "cell" not in architecture
 
 
 # ---------------------------------------------------------------------------
@@ -276,7 +300,7 @@ def test_the_summary_refuses_a_patch_size_that_does_not_divide_the_image():
 def test_a_subclassed_model_is_listed_by_its_sublayers():
     document = presets.spec("seq2seq_bahdanau")
     document["task"].update(n=60, max_len=6)
-    document["model"].update(units=8, embedding_dim=4)
+    document["model"]["architecture"].update(units=8, embedding_dim=4)
     summary = actions.summarize(text_of(document))
     assert sum(row[3] for row in summary.rows) == summary.params
     assert {"source_embedding", "decoder", "output_projection"} <= {row[0] for row in summary.rows}
@@ -619,12 +643,12 @@ def arc_runs(app_context):
     context = app_context
     seq2seq = presets.spec("seq2seq_bahdanau")
     seq2seq["task"].update(n=200, max_len=6)
-    seq2seq["model"].update(units=8, embedding_dim=8)
+    seq2seq["model"]["architecture"].update(units=8, embedding_dim=8)
     pointer = presets.spec("pointer_network")
     pointer["task"].update(n=100, length=4)
     pointer["model"]["units"] = 8
     vit = presets.spec("vit")
-    vit["model"].update(patch_size=4, embed_dim=8, num_heads=2, ff_dim=16, num_layers=1)
+    vit["model"].update(patch_size=4, embedding_dim=8, num_heads=2, ff_dim=16, num_layers=1)
     ids = {}
     for key, document in (("seq2seq", seq2seq), ("pointer", pointer), ("vit", vit)):
         document = copy.deepcopy(document)

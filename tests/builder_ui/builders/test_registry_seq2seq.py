@@ -7,13 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from builder_ui.builders import load_spec, prepare
+from builder_ui.builders import expand, load_spec, prepare
+from builder_ui.builders.seq2seq import TransformerArchitecture
 from builder_ui.specs import SpecError
 
 
 def spec(task=None, **model):
     return {
-        "version": 1,
+        "version": 2,
         "name": "s2s",
         "task": task or {"type": "reverse", "length": 5, "n": 120, "vocab_size": 4},
         "model": {"type": "seq2seq", **model},
@@ -21,12 +22,15 @@ def spec(task=None, **model):
     }
 
 
-RNN = {"architecture": "rnn", "cell": "gru", "units": 8, "embedding_dim": 4}
+RNN_ARCHITECTURE = {"type": "rnn", "cell": "gru", "units": 8, "embedding_dim": 4}
+RNN = {"architecture": RNN_ARCHITECTURE}
+TRANSFORMER = {"type": "transformer", "embedding_dim": 8, "num_heads": 2, "ff_dim": 16}
 
 
 @pytest.fixture(scope="module")
 def trained():
-    prepared = prepare(spec(**RNN, attention="bahdanau", bidirectional=True))
+    architecture = {**RNN_ARCHITECTURE, "attention": "bahdanau", "bidirectional": True}
+    prepared = prepare(spec(architecture=architecture))
     model = prepared.build()
     history = model.fit(
         prepared.x_train,
@@ -66,11 +70,9 @@ def test_seq2seq_evaluation_scores_greedy_decodes_with_bleu(trained):
 
 
 def test_transformer_fields_reach_the_model():
-    prepared = prepare(
-        spec(architecture="transformer", embed_dim=8, num_heads=2, ff_dim=16, max_length=8)
-    )
+    prepared = prepare(spec(architecture={**TRANSFORMER, "max_length": 8}))
     model = prepared.build()
-    assert (model.architecture, model.embed_dim, model.num_heads, model.max_length) == (
+    assert (model.architecture, model.embedding_dim, model.num_heads, model.max_length) == (
         "transformer",
         8,
         2,
@@ -86,45 +88,101 @@ def test_defaults_fill_the_architectures_fields():
         None,
         64,
     )
-    assert "embed_dim" not in rnn
+    assert "num_heads" not in rnn and rnn["architecture"] == "rnn"
+    transformer = load_spec(spec(architecture="transformer")).model.arguments()
+    assert (transformer["embedding_dim"], transformer["num_heads"], transformer["ff_dim"]) == (
+        64,
+        4,
+        128,
+    )
+    assert "cell" not in transformer and transformer["architecture"] == "transformer"
+
+
+def test_the_architecture_given_by_its_type_alone_switches_with_its_defaults():
+    # What `--set model.architecture=transformer` does to an RNN spec: the whole section goes.
+    rnn = load_spec(spec(**RNN))
+    switched = {**rnn.to_dict(), "model": {**rnn.to_dict()["model"], "architecture": "transformer"}}
+    model = load_spec(switched).model
+    assert model.architecture.type == "transformer"
+    assert model.architecture.embedding_dim == 64  # the Transformer's default, not the RNN's 4
+
+
+def test_a_sweep_over_the_architecture_needs_no_nulled_fields():
+    document = {
+        **spec(**RNN),
+        "sweep": {"parameters": {"model.architecture": ["rnn", TRANSFORMER]}},
+    }
+    trials = expand(load_spec(document))
+    assert [t.model.architecture.type for t in trials] == ["rnn", "transformer"]
+    assert trials[1].model.architecture.num_heads == 2
+
+
+def test_a_version_1_document_is_upgraded_to_the_architecture_section():
+    # Version 1 put both architectures' fields beside `architecture`, null for "default".
+    version_1 = {
+        **spec(),
+        "version": 1,
+        "model": {
+            "type": "seq2seq",
+            "architecture": "transformer",
+            "embed_dim": 8,
+            "num_heads": 2,
+            "cell": None,
+            "units": None,
+            "num_layers": 2,
+        },
+        "sweep": {"parameters": {"model.ff_dim": [16, 32]}},
+    }
+    upgraded = load_spec(version_1)
+    assert upgraded.version == 2
+    assert upgraded.model.architecture.model_dump() == {
+        **TransformerArchitecture(embedding_dim=8, num_heads=2).model_dump(),
+    }
+    assert upgraded.model.num_layers == 2
+    assert upgraded.sweep.parameters == {"model.architecture.ff_dim": [16, 32]}
 
 
 @pytest.mark.parametrize(
     ("model", "expected"),
     [
         (
-            {"architecture": "transformer", "cell": "gru"},
-            "model.cell: not a field of architecture 'transformer' (leave it out or null), "
-            "got 'gru'",
+            {"architecture": {"type": "transformer", "cell": "gru"}},
+            "model.architecture.cell: unknown field; allowed fields: embedding_dim, ff_dim, "
+            "max_length, norm_first, num_heads, positions, type",
         ),
         (
-            {"architecture": "rnn", "num_heads": 2},
-            "model.num_heads: not a field of architecture 'rnn' (leave it out or null), got 2",
+            {"architecture": {"type": "rnn", "num_heads": 2}},
+            "model.architecture.num_heads: unknown field; allowed fields: attention, "
+            "attention_units, bidirectional, cell, embedding_dim, input_feeding, type, units",
         ),
         (
-            {"units": 15, "bidirectional": True},
-            "model.units: expected an even number with bidirectional: true (each direction "
-            "has units / 2), got 15",
+            {"architecture": "lstm"},
+            "model.architecture: unknown type 'lstm'; expected one of 'rnn', 'transformer'",
         ),
         (
-            {"attention": "luong_dot", "attention_units": 8},
-            "model.attention_units: only with attention 'bahdanau' or 'luong_concat', got "
-            "attention 'luong_dot'",
+            {"architecture": {"type": "rnn", "units": 15, "bidirectional": True}},
+            "model.architecture.units: expected an even number with bidirectional: true (each "
+            "direction has units / 2), got 15",
         ),
         (
-            {"attention": "bahdanau", "input_feeding": True},
-            "model.input_feeding: only with a Luong attention (luong_dot, luong_general, "
-            "luong_concat), got attention 'bahdanau'",
+            {"architecture": {"attention": "luong_dot", "attention_units": 8, "type": "rnn"}},
+            "model.architecture.attention_units: only with attention 'bahdanau' or "
+            "'luong_concat', got attention 'luong_dot'",
         ),
         (
-            {"attention": "dot"},
-            "model.attention: expected one of 'bahdanau', 'luong_dot', 'luong_general' or "
-            "'luong_concat', got 'dot'",
+            {"architecture": {"type": "rnn", "attention": "bahdanau", "input_feeding": True}},
+            "model.architecture.input_feeding: only with a Luong attention (luong_dot, "
+            "luong_general, luong_concat), got attention 'bahdanau'",
         ),
         (
-            {"architecture": "transformer", "embed_dim": 10, "num_heads": 4},
-            "model.num_heads: expected a divisor of embed_dim=10 (each head gets embed_dim / "
-            "num_heads features), got 4",
+            {"architecture": {"type": "rnn", "attention": "dot"}},
+            "model.architecture.attention: expected one of 'bahdanau', 'luong_dot', "
+            "'luong_general' or 'luong_concat', got 'dot'",
+        ),
+        (
+            {"architecture": {"type": "transformer", "embedding_dim": 10, "num_heads": 4}},
+            "model.architecture.num_heads: expected a divisor of embedding_dim=10 (each head "
+            "gets embedding_dim / num_heads features), got 4",
         ),
     ],
 )
@@ -136,9 +194,10 @@ def test_fields_are_checked_per_architecture(model, expected):
 
 def test_transformer_max_length_must_hold_the_task_targets():
     with pytest.raises(SpecError) as excinfo:
-        prepare(spec(architecture="transformer", embed_dim=8, num_heads=2, max_length=4))
+        prepare(spec(architecture={**TRANSFORMER, "max_length": 4}))
     assert str(excinfo.value) == (
-        "model.max_length: expected at least 6 (the longest target of task 'reverse'), got 4"
+        "model.architecture.max_length: expected at least 6 (the longest target of task "
+        "'reverse'), got 4"
     )
 
 

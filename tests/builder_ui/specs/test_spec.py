@@ -111,8 +111,8 @@ def test_valid_spec_resolves_registered_types_and_fills_defaults():
         ),
         (
             {"model": {"encoder": {"type": "transformer", "embed_dim": 30, "num_heads": 4}}},
-            "model.encoder.num_heads: expected a divisor of embed_dim=30 (each head gets "
-            "embed_dim / num_heads features), got 4",
+            "model.encoder.num_heads: expected a divisor of embedding_dim=30 (each head gets "
+            "embedding_dim / num_heads features), got 4",
         ),
         (
             {"model": {"embedding_dim": 8, "encoder": {"type": "transformer"}}},
@@ -249,7 +249,7 @@ def test_a_document_that_is_not_a_mapping_is_refused():
 
 def test_spec_without_version_is_refused_with_the_current_version():
     data = {key: value for key, value in BASE.items() if key != "version"}
-    assert problems(data) == ["version: missing; add `version: 1` (the current spec version)"]
+    assert problems(data) == ["version: missing; add `version: 2` (the current spec version)"]
 
 
 def test_newer_version_is_refused():

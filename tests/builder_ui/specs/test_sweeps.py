@@ -131,8 +131,8 @@ def test_invalid_combinations_are_reported_with_the_trials_values():
     with pytest.raises(SpecError) as excinfo:
         expand(spec)
     message = (
-        "model.encoder.num_heads: expected a divisor of embed_dim=12 (each head gets "
-        "embed_dim / num_heads features), got 5"
+        "model.encoder.num_heads: expected a divisor of embedding_dim=12 (each head gets "
+        "embedding_dim / num_heads features), got 5"
     )
     assert str(excinfo.value).splitlines() == [
         f"{message} (trial 2: model.encoder.num_heads=5, train.seed=0)",

@@ -38,7 +38,7 @@ class AppError(ValueError):
 
 
 class AppContext:
-    """Everything the app's handlers share: the store, the queue, uploads, downloads, models.
+    """Everything the app's actions share: the store, the queue, uploads, downloads, models.
 
     Args:
         runs_dir: The run store's directory (made if missing).

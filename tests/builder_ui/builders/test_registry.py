@@ -135,7 +135,7 @@ def test_every_model_family_has_a_tiny_training_spec():
         for name in model_types()
         if type(builders.model_builder(name)).__module__.startswith("builder_ui.builders.")
     }
-    # seq2seq trains in test_registry_seq2seq.py (beside this file), on its own translation task.
+    # seq2seq trains in test_seq2seq.py (beside this file), on its own translation task.
     assert families == builtin - {"seq2seq"}
 
 

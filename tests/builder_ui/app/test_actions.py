@@ -1,7 +1,7 @@
-"""The app's handlers, called as the app calls them, without a browser.
+"""The app's actions (`builder_ui.app.actions`), called as the tabs call them, without a browser.
 
 Spec editing, presets and uploads need no training; the Train, Compare,
-Inspect and Export handlers are checked on tiny runs trained once per module
+Inspect and Export actions are checked on tiny runs trained once per module
 through the real queue and engine.
 """
 

@@ -84,7 +84,7 @@ def check_trial(spec: Any) -> None:
     try:
         devices.check_distribution(spec.train.distribution, keras.backend.backend())
     except devices.DeviceError as error:
-        raise SpecError(str(error), path="train.distribution") from None
+        raise SpecError(error.message, path=error.field) from None
     if spec.train.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise SpecError(
             "true needs the `tensorboard` package, which is not installed "

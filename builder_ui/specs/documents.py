@@ -3,7 +3,9 @@
 Reading is strict where YAML is loose: duplicate keys are refused (with the
 line of the first), `1e-3` is a number (YAML 1.2, not 1.1's string), and JSON's
 `NaN`/`Infinity` are refused. A syntax error becomes a `SpecError` naming the
-line and column. Nothing here validates fields: `builder_ui.specs.validation`
+line and column. The work of reading is bounded before it is done: by bytes
+(`MAX_SPEC_BYTES`), nesting (`MAX_SPEC_DEPTH`) and values after YAML's aliases
+are expanded (`MAX_SPEC_NODES`). Nothing here validates fields: `builder_ui.specs.validation`
 does that with the builders' types.
 """
 
@@ -22,6 +24,10 @@ from builder_ui.specs.models import ExperimentSpec
 
 # A spec is a page of text; anything larger is not a spec.
 MAX_SPEC_BYTES = 1_000_000
+# Nesting of mappings and lists (a spec needs about five), and values once YAML's aliases are
+# expanded (a spec holds hundreds; a sweep's lists a few thousand).
+MAX_SPEC_DEPTH = 64
+MAX_SPEC_NODES = 100_000
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -53,8 +59,16 @@ _SpecLoader.add_implicit_resolver(
 
 
 def parse_yaml(text: str, source: str = "") -> Any:
-    """Parse YAML text safely; a syntax error becomes a `SpecError` with its line and column."""
+    """Parse YAML text safely; a syntax error becomes a `SpecError` with its line and column.
+
+    Before any Python object is built, the document's events are read once
+    (PyYAML's parser is iterative) to bound its work: more than `MAX_SPEC_DEPTH`
+    nested mappings and lists, or more than `MAX_SPEC_NODES` nodes once every
+    alias is expanded (a "billion laughs" document is a few hundred bytes whose
+    aliases expand to billions of nodes), is refused with one message.
+    """
     try:
+        _check_yaml_size(text, source)
         return yaml.load(text, Loader=_SpecLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
@@ -65,8 +79,75 @@ def parse_yaml(text: str, source: str = "") -> Any:
         raise SpecError(f"{_source(source)}malformed YAML: {error}") from None
 
 
+def _too_deep(source: str) -> SpecError:
+    return SpecError(
+        f"{_source(source)}nested more than {MAX_SPEC_DEPTH} levels deep; a spec is a few "
+        "levels of mappings and lists"
+    )
+
+
+def _too_large(source: str) -> SpecError:
+    return SpecError(
+        f"{_source(source)}more than {MAX_SPEC_NODES:,} values once its aliases are expanded; "
+        "a spec holds a few hundred"
+    )
+
+
+def _check_yaml_size(text: str, source: str) -> None:
+    """Refuse YAML nested deeper than `MAX_SPEC_DEPTH` or expanding past `MAX_SPEC_NODES` nodes.
+
+    Walks the parser's events with an explicit stack: each open mapping or list
+    counts the nodes below it, an alias counts as the whole node it names
+    (whose size is known once that node has ended), and the walk stops at the
+    first count past the limit, so the work is bounded by the limits, not by
+    what the aliases would expand to.
+    """
+    loader = _SpecLoader(text)
+    sizes: dict[str, int] = {}  # anchor -> nodes of its node, aliases expanded
+    stack: list[list[Any]] = []  # [anchor, nodes so far] of each open collection
+    total = 0
+
+    def add(nodes: int) -> None:
+        nonlocal total
+        if stack:
+            stack[-1][1] += nodes
+            if stack[-1][1] > MAX_SPEC_NODES:
+                raise _too_large(source)
+        else:
+            total += nodes
+            if total > MAX_SPEC_NODES:
+                raise _too_large(source)
+
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.ScalarEvent):
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+                add(1)
+            elif isinstance(event, yaml.AliasEvent):
+                add(sizes.get(event.anchor, 1))
+            elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                if len(stack) >= MAX_SPEC_DEPTH:
+                    raise _too_deep(source)
+                stack.append([event.anchor, 1])
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                anchor, nodes = stack.pop()
+                if anchor is not None:
+                    sizes[anchor] = nodes
+                add(nodes)
+    finally:
+        loader.dispose()
+
+
 def parse_json(text: str, source: str = "") -> Any:
-    """Parse JSON text; a syntax error becomes a `SpecError` with its line and column."""
+    """Parse JSON text; a syntax error becomes a `SpecError` with its line and column.
+
+    JSON has no aliases, but it nests: past `MAX_SPEC_DEPTH` levels it is
+    refused with one message (deeper than Python's recursion limit, before the
+    decoder recurses that far).
+    """
+    _check_json_depth(text, source)
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
@@ -74,6 +155,28 @@ def parse_json(text: str, source: str = "") -> Any:
             f"{_source(source)}malformed JSON at line {error.lineno}, column "
             f"{error.colno}: {error.msg}"
         ) from None
+
+
+def _check_json_depth(text: str, source: str) -> None:
+    """Refuse JSON whose brackets nest deeper than `MAX_SPEC_DEPTH` (strings skipped)."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_SPEC_DEPTH:
+                raise _too_deep(source)
+        elif char in "]}":
+            depth -= 1
 
 
 def _source(source: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Mapping
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -23,6 +24,12 @@ from pydantic import BaseModel, ValidationError
 
 # The longest value repr shown in an error message.
 MAX_SHOWN = 80
+
+# What `shown` renders before it cuts: enough for MAX_SHOWN characters, never a huge value whole.
+_BOUNDED = reprlib.Repr()
+_BOUNDED.maxlevel = 4
+_BOUNDED.maxdict = _BOUNDED.maxlist = _BOUNDED.maxtuple = _BOUNDED.maxset = 16
+_BOUNDED.maxstring = _BOUNDED.maxother = _BOUNDED.maxlong = 2 * MAX_SHOWN
 
 
 class SpecError(ValueError):
@@ -58,12 +65,16 @@ def _join(prefix: str, path: str) -> str:
 
 
 def shown(value: Any) -> str:
-    """A short, readable rendering of a value received in a spec."""
+    """A short, readable rendering of a value received in a spec (at most `MAX_SHOWN` characters).
+
+    The value is rendered with `reprlib`'s bounds first (a few items per
+    level, a few levels), so a huge value costs no more to show than a small one.
+    """
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = repr(value)
+    text = _BOUNDED.repr(value)
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
 
 

@@ -29,7 +29,6 @@ from tests.app.app_server import Server, get, listening_addresses
 pytestmark = pytest.mark.slow
 
 # The bound on 2 cores; the app imports neither Keras nor TensorFlow to start.
-STARTUP_LIMIT_S = 15
 TRAIN_TIMEOUT_S = 120
 
 # 96 training and 24 validation sequences of 5 one-hot steps, one epoch: about a second.
@@ -222,11 +221,6 @@ def test_bad_input_is_refused_with_a_message_and_stores_nothing(client, server, 
     with RunStore(server.runs) as store:
         assert [record.id for record in store.list_runs()] == before
     assert not (server.runs / "_uploads").exists()
-
-
-def test_the_app_started_within_the_time_allowed(server):
-    # From the process start to the first page served: Python, Gradio and the page, not Keras.
-    assert server.up_after < STARTUP_LIMIT_S, f"started in {server.up_after:.1f} s"
 
 
 def test_with_auth_the_app_answers_only_after_login_and_stops_on_sigterm(tmp_path):

@@ -23,6 +23,9 @@ from builder_ui import builders
 from builder_ui.app import actions, forms, uploads
 from builder_ui.builders import load_spec, presets
 from builder_ui.specs import ModelParams, SpecError, StrictModel
+from builder_ui.specs.documents import MAX_SPEC_NODES
+from tests.allocation import allocates_little
+from tests.builder_ui.specs.test_documents import billion_laughs
 
 ROOT = Path(__file__).resolve().parents[3]
 WAIT_S = 300
@@ -712,3 +715,17 @@ def test_a_vit_run_shows_its_image_prediction_and_position_grid(arc_runs):
     assert len(figure.axes) == 2 * 2 + 1  # 8×8 digits in 4×4 patches, and a colour bar
     with pytest.raises(actions.AppError, match="a ViT reads images"):
         actions.predict(ctx, ids["vit"], "1 2 3", 0)
+
+
+@pytest.mark.timeout(60)
+def test_the_apps_spec_check_refuses_an_alias_bomb_at_once():
+    with allocates_little():
+        result = actions.check(billion_laughs())
+    assert not result.ok
+    assert result.problems == [
+        (
+            "",
+            f"more than {MAX_SPEC_NODES:,} values once its aliases are expanded; "
+            "a spec holds a few hundred",
+        )
+    ]

@@ -4,9 +4,11 @@ processes, writing into one shared store."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import pytest
+import yaml
 
 from builder_ui.engine import executors
 from builder_ui.engine.store import RunStore
@@ -42,6 +44,19 @@ def test_a_trial_that_fails_a_data_check_writes_nothing(tmp_path):
     assert "divisor of the image height 8 and width 8" in message
     assert message.endswith("(trial 1: model.patch_size=3)")
     assert store.list_runs() == []
+
+
+def test_a_distribution_the_backend_cannot_run_names_its_field_once(tmp_path):
+    # `mirrored` is TensorFlow's; under JAX each trial is refused, the path printed once.
+    document = {**SWEEP, "train": {**SWEEP["train"], "distribution": "mirrored"}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    argv = [sys.executable, "-m", "builder_ui.cli", "sweep", str(path), "--runs", str(tmp_path)]
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "train.distribution" in line]
+    assert lines and all(line.count("train.distribution") == 1 for line in lines), lines
 
 
 def test_executor_options_are_checked_before_anything_runs(tmp_path):

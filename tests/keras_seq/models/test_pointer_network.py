@@ -32,7 +32,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 
 import keras
 import matplotlib
@@ -51,6 +50,7 @@ from keras_seq.models.pointer import (
     ShiftRight,
 )
 from keras_seq.tasks import sort_numbers
+from tests.allocation import allocates_little
 
 matplotlib.use("Agg")
 
@@ -266,8 +266,10 @@ def test_decoding_gives_zero_probability_to_positions_already_chosen():
     for b in range(8):
         for i in range(6):
             assert np.all(p[b, i, pointers[b, :i]] == 0.0)
-        # The last step has one position left, which gets everything.
-        assert p[b, 5, pointers[b, 5]] == 1.0
+        # The last step has one position left, which gets everything: exp(z - max) / sum over
+        # one term is 1 up to float32 rounding of the normaliser (0.99999994 seen on AMD EPYC),
+        # so within a few float32 ulps (1.2e-7 each) of 1.
+        assert p[b, 5, pointers[b, 5]] == pytest.approx(1.0, abs=1e-6)
 
 
 @agnostic
@@ -356,10 +358,8 @@ def test_bad_arguments_raise_naming_the_argument_and_value(kwargs, argument, val
 
 @agnostic
 def test_a_network_too_large_to_allocate_is_refused_at_once():
-    start = time.perf_counter()
-    with pytest.raises(ValueError, match=r"Layer `encoder` would create"):
+    with allocates_little(), pytest.raises(ValueError, match=r"Layer `encoder` would create"):
         PointerNetwork(1, units=validation.MAX_UNITS)
-    assert time.perf_counter() - start < 1.0
 
 
 @agnostic
@@ -483,7 +483,6 @@ LEARNING_RATE = 1e-2
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_pointer_network_learns_to_sort_five_numbers(seed):
-    start = time.perf_counter()
     keras.utils.set_random_seed(seed)
     task = sort_numbers(LENGTH, NUM_SEQUENCES, seed=seed)
     net = pointer_network(task.inputs.features, units=UNITS)
@@ -510,4 +509,3 @@ def test_pointer_network_learns_to_sort_five_numbers(seed):
     assert per_position >= 0.95, f"per-position accuracy {per_position:.3f}"
     assert exact >= 0.90, f"exact-match accuracy {exact:.3f}"
     assert np.mean(sorted_rows) >= exact
-    assert time.perf_counter() - start < 90

@@ -9,7 +9,6 @@ plural pre-nominal adjective), independently of the generator's lexicon.
 import collections
 import itertools
 import re
-import time
 
 import numpy as np
 import pytest
@@ -254,13 +253,11 @@ def test_task_shapes_and_description():
     assert "adjectives after the noun" in task.description
 
 
-def test_ten_thousand_pairs_take_under_a_second():
-    start = time.perf_counter()
+def test_ten_thousand_distinct_pairs_are_made():
+    # How fast is benchmarks' business (a timed assertion fails on a busy machine).
     pairs = toy_translation_pairs(10_000, 5, 40, seed=0)
-    elapsed = time.perf_counter() - start
     assert len(pairs) == 10_000
-    # 0.3 s on a quiet core; the margin is for a busy machine.
-    assert elapsed < 2.0, elapsed
+    assert len({source for source, _ in pairs}) == 10_000
 
 
 @pytest.mark.parametrize(

@@ -526,7 +526,16 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
         "python: a script that rebuilds the architecture",
     )
     parser.add_argument(
-        "--out", type=Path, metavar="PATH", help="also copy the export to PATH (replaced)"
+        "--out",
+        type=Path,
+        metavar="PATH",
+        help="also copy the export to PATH (a .keras or .py suffix is added if missing); "
+        "refused if something is there",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier export at --out (never a directory of other files)",
     )
     _add_runs_argument(parser)
 
@@ -538,7 +547,7 @@ def _run_export(args: argparse.Namespace) -> int:
 
     with _existing_store(args) as store:
         try:
-            path = export.export(store, args.run, args.format, out=args.out)
+            path = export.export(store, args.run, args.format, out=args.out, force=args.force)
         except export.ExportError as error:
             raise InputError(str(error)) from None
         print(path)

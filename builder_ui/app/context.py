@@ -51,7 +51,12 @@ class AppContext:
         self.jobs = JobQueue(self.store, slots=slots)
         self.lab = LabRunner(self.runs_dir)
         self.uploads_root = self.runs_dir / UPLOADS_DIR
+        # Private to this app (mode 0700) and removed by `close`: downloads, and Gradio's cache
+        # of uploads and served files (`gradio_cache`), which would otherwise go to a
+        # /tmp/gradio shared with every Gradio app on the machine and outlive this one.
         self.scratch = Path(tempfile.mkdtemp(prefix="keras-seq-app-"))
+        self.gradio_cache = self.scratch / "gradio"
+        self.gradio_cache.mkdir(mode=0o700)
         self._lock = threading.Lock()
         self._models: OrderedDict[str, Any] = OrderedDict()
         self._tasks: OrderedDict[str, Any] = OrderedDict()

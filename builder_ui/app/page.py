@@ -18,6 +18,7 @@ needed (building, training), so the page is up in seconds.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from pathlib import Path
@@ -57,6 +58,8 @@ def build_app(runs_dir: str | Path, *, slots: list[str] | None = None) -> gr.Blo
         (close it after the server stops).
     """
     ctx = actions.AppContext(runs_dir, slots=slots)
+    # Gradio reads its cache folder from the environment when the page and the server are made.
+    os.environ["GRADIO_TEMP_DIR"] = str(ctx.gradio_cache)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as app:
         gr.Markdown(f"# {TITLE}", elem_id="title")
         gr.Markdown(

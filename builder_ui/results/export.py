@@ -99,11 +99,27 @@ def load_trained_model(store: RunStore, run_id: str) -> Any:
     import keras_seq  # noqa: F401 - registers keras_seq's layers and models for loading
 
     finished_record(store, run_id)
-    return keras.saving.load_model(store.artifact_path(run_id, MODEL_FILE), safe_mode=True)
+    path = store.artifact_path(run_id, MODEL_FILE)
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except Exception as error:  # a damaged or foreign file: say which and why, no traceback
+        raise ExportError(
+            f"Run {run_id!r}: its model file {str(path)!r} cannot be loaded: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+
+
+# The file suffix of each format's export (`load_model` refuses a .keras file without it).
+SUFFIXES = {"keras": ".keras", "python": ".py"}
 
 
 def export(
-    store: RunStore, run_id: str, format: str, *, out: str | os.PathLike | None = None
+    store: RunStore,
+    run_id: str,
+    format: str,
+    *,
+    out: str | os.PathLike | None = None,
+    force: bool = False,
 ) -> Path:
     """Export a finished run's model; see the module docstring for the formats.
 
@@ -112,8 +128,14 @@ def export(
         run_id: A `done` run.
         format: `"keras"`, `"savedmodel"` or `"python"`.
         out: Also copy the export to this path (a file, or for `savedmodel`
-            a directory; its parent is created). An existing file or
-            directory there is replaced.
+            a directory; its parent is created). A file path without a
+            suffix gets the format's (`.keras`, `.py`); an existing directory
+            given for a file export receives the file. What is there already
+            is refused (see `force`).
+        force: Replace an existing file of the same kind, or a directory
+            holding a SavedModel (`saved_model.pb`). A directory holding
+            anything else is never replaced, so an export cannot delete what
+            it did not write.
 
     Returns:
         The path of the export: `out` if given, else the artifact in the
@@ -124,6 +146,7 @@ def export(
             that cannot be exported in this format (with the reason).
     """
     check_format(format)
+    target = None if out is None else _out_path(Path(out), format, force)
     record = finished_record(store, run_id)
     if format == "keras":
         path = store.artifact_path(run_id, MODEL_FILE)
@@ -131,9 +154,42 @@ def export(
         path = _export_savedmodel(store, record)
     else:
         path = _export_python(store, record)
-    if out is None:
+    if target is None:
         return path
-    return _copy_out(path, Path(out))
+    return _copy_out(path, target)
+
+
+def _out_path(out: Path, format: str, force: bool) -> Path:
+    """Where `out=` puts the export, checked before anything is exported or written."""
+    out = out.expanduser()
+    if format in SUFFIXES:
+        if out.is_dir():
+            out = out / (MODEL_FILE if format == "keras" else PYTHON_FILE)
+        elif not out.suffix:
+            out = out.with_suffix(SUFFIXES[format])
+        elif format == "keras" and out.suffix != ".keras":
+            raise ExportError(
+                f"out: a Keras model file must end in .keras (keras.saving.load_model refuses "
+                f"other names), got {str(out)!r}"
+            )
+        if out.is_dir():
+            raise ExportError(f"out: {str(out)!r} is a directory; give a file path")
+        if out.exists() and not force:
+            raise ExportError(f"out: {str(out)!r} exists; pass force (--force) to replace it")
+        return out
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"out: {str(out)!r} is a file; a SavedModel is a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not (out / "saved_model.pb").is_file():
+            raise ExportError(
+                f"out: {str(out)!r} is a directory that holds other files (not a SavedModel); "
+                "an export never replaces it: choose a new or empty directory"
+            )
+        if not force:
+            raise ExportError(
+                f"out: {str(out)!r} holds a SavedModel; pass force (--force) to replace it"
+            )
+    return out
 
 
 # --- SavedModel -------------------------------------------------------------------------------
@@ -261,10 +317,7 @@ The experiment spec it trained with:
 
 
 def _copy_out(source: Path, target: Path) -> Path:
-    """Copy a file or directory to `target` through a temporary name beside it."""
-    target = target.expanduser()
-    if target.exists() and target.is_dir() and source.is_file():
-        target = target / source.name
+    """Copy a file or directory to `target` (checked by `_out_path`) through a temporary name."""
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(
         tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-")
@@ -295,6 +348,7 @@ def _copy_out(source: Path, target: Path) -> Path:
 
 __all__ = [
     "FORMATS",
+    "SUFFIXES",
     "ExportError",
     "check_format",
     "export",

@@ -272,3 +272,57 @@ def test_unknown_run_and_unknown_format_are_refused(runs):
         export.export(store, "nope", "keras")
     with pytest.raises(export.ExportError, match="expected one of 'keras', 'savedmodel'"):
         export.export(store, records["export-bilstm"].id, "onnx")
+
+
+# --- where an export may write -----------------------------------------------------------------
+
+
+def test_a_file_export_gets_its_suffix_and_never_replaces_a_file_unasked(runs, tmp_path):
+    store, records = runs
+    run_id = records["export-bilstm"].id
+    written = export.export(store, run_id, "keras", out=tmp_path / "bilstm")
+    assert written == tmp_path / "bilstm.keras"  # load_model refuses a name without .keras
+    assert keras.saving.load_model(written, safe_mode=True).count_params() > 0
+    with pytest.raises(export.ExportError, match=r"out: .* must end in \.keras"):
+        export.export(store, run_id, "keras", out=tmp_path / "bilstm.h5")
+    mine = tmp_path / "notes.py"
+    mine.write_text("# the user's own file\n", encoding="utf-8")
+    with pytest.raises(export.ExportError, match=r"out: .*notes\.py' exists; pass force"):
+        export.export(store, run_id, "python", out=mine)
+    assert mine.read_text(encoding="utf-8") == "# the user's own file\n"
+    export.export(store, run_id, "python", out=mine, force=True)
+    assert "def build_model" in mine.read_text(encoding="utf-8")
+
+
+def test_a_savedmodel_export_never_empties_a_directory_of_other_files(runs, tmp_path):
+    store, records = runs
+    run_id = records["export-bilstm"].id
+    home = tmp_path / "home"
+    (home / "documents").mkdir(parents=True)
+    (home / "documents" / "thesis.tex").write_text("years of work", encoding="utf-8")
+    for force in (False, True):
+        with pytest.raises(export.ExportError, match=r"holds other files .* never replaces it"):
+            export.export(store, run_id, "savedmodel", out=home, force=force)
+    assert (home / "documents" / "thesis.tex").read_text(encoding="utf-8") == "years of work"
+    target = tmp_path / "served"
+    export.export(store, run_id, "savedmodel", out=target)
+    assert (target / "saved_model.pb").is_file()
+    with pytest.raises(export.ExportError, match="holds a SavedModel; pass force"):
+        export.export(store, run_id, "savedmodel", out=target)
+    assert export.export(store, run_id, "savedmodel", out=target, force=True) == target
+    assert (target / "saved_model.pb").is_file()
+
+
+def test_a_damaged_model_file_is_one_clear_error_exit_2(tmp_path, capsys):
+    from builder_ui import cli
+
+    store = RunStore(tmp_path)
+    record = engine.run({**BILSTM, "name": "damaged"}, store=store)
+    store.artifact_path(record.id, "model.keras").write_bytes(b"not a zip archive")
+    with pytest.raises(export.ExportError, match=r"model file .* cannot be loaded"):
+        export.export(store, record.id, "python")
+    store.close()
+    argv = ["export", record.id, "--format", "savedmodel", "--runs", str(tmp_path)]
+    assert cli.main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "cannot be loaded" in line and "Traceback" not in line

@@ -343,8 +343,13 @@ class RunStore:
     processes (SQLite WAL mode and a busy timeout). Opening a store marks runs
     left `running` by a dead process as `interrupted`.
 
+    Nothing is written until a run is: a store over a directory that holds no
+    `runs.sqlite` reads as empty, and the directory and the database are made
+    by the first write (`create_run`), so a refused spec leaves no trace.
+
     Args:
-        directory: Where the database and the artifacts live; made if missing.
+        directory: Where the database and the artifacts live; made when the
+            first run is created.
         recover: Call `recover_interrupted()` on open. Default True.
 
     Example:
@@ -362,19 +367,38 @@ class RunStore:
                 "Received an invalid value for argument `directory`, expected a directory, "
                 f"got the file {str(self.directory)!r}."
             )
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / DB_NAME
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        self._created = False
+        if self.path.exists():
+            self._open_existing()
+            if recover:
+                self.recover_interrupted()
+
+    def _open_existing(self) -> None:
+        """Start using the database file (made by this store or another process)."""
+        with self._connections_lock:
+            if self._created:
+                return
+            self._created = True
         self._init_schema()
-        if recover:
-            self.recover_interrupted()
+
+    def _create(self) -> None:
+        """Make the directory and the database: the first write of this store."""
+        if not self._created:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._open_existing()
 
     # -- connections ---------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        """This thread's connection (a new one after a fork)."""
+        """This thread's connection (a new one after a fork); an empty one before any write."""
+        if not self._created:
+            if not self.path.exists():
+                return self._empty()
+            self._open_existing()
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
             return conn
@@ -393,9 +417,25 @@ class RunStore:
             self._connections.append(conn)
         return conn
 
+    def _empty(self) -> sqlite3.Connection:
+        """An in-memory database with the schema and no runs: what a store not yet made reads."""
+        conn = getattr(self._local, "empty", None)
+        if conn is not None and self._local.empty_pid == os.getpid():
+            return conn
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.executescript(_SCHEMA)
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        self._local.empty = conn
+        self._local.empty_pid = os.getpid()
+        with self._connections_lock:
+            self._connections.append(conn)
+        return conn
+
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the write lock at once (no upgrade deadlocks)."""
+        self._create()
         conn = self._connect()
         conn.execute("BEGIN IMMEDIATE")
         try:

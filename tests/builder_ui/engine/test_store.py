@@ -36,8 +36,18 @@ def store(tmp_path):
         yield store
 
 
+def test_a_new_store_writes_nothing_until_its_first_run(tmp_path):
+    with RunStore(tmp_path / "runs") as store:
+        assert store.list_runs() == [] and not store.exists("x")
+        with pytest.raises(RunNotFoundError):
+            store.get("261201-000000-abcd")
+        assert store.schema_version == SCHEMA_VERSION
+    assert not (tmp_path / "runs").exists()
+
+
 def test_new_store_is_wal_with_schema_version(tmp_path):
     with RunStore(tmp_path / "runs") as store:
+        store.create_run(SPEC)
         assert (tmp_path / "runs" / DB_NAME).is_file()
         assert store.journal_mode == "wal"
         assert store.schema_version == SCHEMA_VERSION
@@ -50,7 +60,8 @@ def test_new_store_is_wal_with_schema_version(tmp_path):
 
 
 def test_store_written_by_a_newer_version_is_refused(tmp_path):
-    RunStore(tmp_path).close()
+    with RunStore(tmp_path) as store:
+        store.create_run(SPEC)
     conn = sqlite3.connect(tmp_path / DB_NAME)
     conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
     conn.commit()

@@ -12,7 +12,8 @@ belongs to each session.
 Serving: loopback unless the CLI was given `--auth`; never a share link;
 uploads limited to `uploads.MAX_UPLOAD_BYTES`; no `allowed_paths`, so the
 server sends only what the app itself returns (downloads are copied into a
-temporary directory first). Keras and TensorFlow are imported when first
+temporary directory first); a Host check without `--auth` and security
+headers on every answer (`builder_ui.app.serving`). Keras and TensorFlow are imported when first
 needed (building, training), so the page is up in seconds.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from builder_ui.app import actions, uploads
+from builder_ui.app import actions, serving, uploads
 from builder_ui.app.tabs.about import about_tab
 from builder_ui.app.tabs.build import build_tab
 from builder_ui.app.tabs.compare import compare_tab
@@ -115,6 +116,7 @@ def start(
         quiet=True,
         prevent_thread_lock=True,
         css=CSS,
+        app_kwargs={"middleware": serving.middleware(host, auth)},
     )
     # Load Keras now, in the background: the training processes for the first run, this
     # process for the first model summary.

@@ -103,8 +103,11 @@ def test_the_server_listens_on_loopback_only_and_serves_no_other_files(server):
     assert config["title"] == "keras_seq builder"
     if os.path.exists("/proc/net/tcp"):
         assert listening_addresses(server.port) == {"0100007F"}  # 127.0.0.1 only
-    # Only files the app returned are served: not the store, not the system's.
-    for secret in (server.runs / "runs.sqlite", Path("/etc/passwd")):
+    # Only files the app returned are served: not the store's folder, not the system's.
+    secret_in_store = server.runs / "private-notes.txt"  # the store itself appears at its 1st run
+    secret_in_store.parent.mkdir(parents=True, exist_ok=True)
+    secret_in_store.write_text("not for the web", encoding="utf-8")
+    for secret in (secret_in_store, Path("/etc/passwd")):
         assert secret.exists()
         status, _ = get(f"{server.url}/gradio_api/file={secret}")
         assert status in (403, 404), status
@@ -262,3 +265,25 @@ def test_the_lab_list_runs_an_experiment_and_shows_its_figure(client):
     assert "agrees" in finding
     (row,) = [row for row in table_rows(table) if row["#"] == 1]
     assert row["last verdict"] in ("agrees", "partly agrees", "does not agree")
+
+
+def test_a_request_for_another_host_name_is_refused_dns_rebinding(server):
+    # A page on evil.example whose name resolves to 127.0.0.1 sends its own Host header.
+    request = urllib.request.Request(server.url + "/config", headers={"Host": "evil.example"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            status = response.status
+    except urllib.error.HTTPError as error:
+        status = error.code
+    assert status == 400
+    status, body = get(server.url + "/config")
+    assert status == 200 and "keras_seq builder" in body
+
+
+def test_every_answer_carries_the_security_headers(server):
+    with urllib.request.urlopen(server.url + "/", timeout=10) as response:
+        headers = {name.lower(): value for name, value in response.getheaders()}
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["content-security-policy"] == "frame-ancestors 'none'"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "no-referrer"

@@ -2,6 +2,7 @@
 #
 #   make venv                      create .venv and install the project with its dev extras
 #   make test                      lint, format check, full test suite (TensorFlow), layers under JAX
+#   make test-under-load           the same with a busy loop on every core
 #   make app ARGS="--port 7871"    start the Gradio builder app (options go to `keras-seq ui`)
 #
 # Every target that needs the project depends on the install stamp, so a fresh clone with only
@@ -24,7 +25,7 @@ PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help venv browser app test lint format bench clean distclean
+.PHONY: help venv browser app test test-under-load lint format bench clean distclean
 
 help: ## Show this help.
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) \
@@ -54,6 +55,11 @@ test: $(STAMP) browser ## Lint, format check, all tests (TensorFlow), then layer
 	$(BIN)/ruff format --check .
 	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
 	KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
+
+# No test may depend on the machine's speed: the same suite with every core kept busy.
+test-under-load: $(STAMP) browser ## make test with a busy loop on every core.
+	@pids=""; for _ in $$(seq "$$(nproc)"); do (while :; do :; done) & pids="$$pids $$!"; done; \
+		trap 'kill $$pids 2>/dev/null' EXIT; $(MAKE) --no-print-directory test
 
 lint: $(STAMP) ## Run ruff lint and the format check.
 	$(BIN)/ruff check .

@@ -1,9 +1,10 @@
 # Developer entry points for keras_seq.
 #
 #   make venv                      create .venv and install the project with its dev extras
-#   make test                      lint, format check, full test suite (TensorFlow), layers under JAX
+#   make test                      lint, format check, docs build, full test suite (TensorFlow), layers under JAX
 #   make test-under-load           the same with a busy loop on every core
 #   make app ARGS="--port 7871"    start the Gradio builder app (options go to `keras-seq ui`)
+#   make docs                      build the documentation site into site/ (warnings are errors)
 #
 # Every target that needs the project depends on the install stamp, so a fresh clone with only
 # Python 3.11 and make can run `make test` directly.
@@ -20,12 +21,13 @@ ARGS ?=
 # Test processes (pytest-xdist); each file's tests stay in one process (`--dist loadfile`), so
 # module fixtures are built once.
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
 # The browser tests drive Debian's Chromium through Playwright (no browser download).
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help venv browser app test test-under-load lint format bench clean distclean
+.PHONY: help venv browser app docs test test-under-load lint format bench clean distclean
+.PHONY: bench-app bench-graph durations
 
 help: ## Show this help.
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) \
@@ -50,11 +52,23 @@ browser: ## Install Debian's Chromium for the browser tests if it is missing.
 app: $(STAMP) ## Start the builder app; pass options with ARGS="--port 7871".
 	$(BIN)/keras-seq ui $(ARGS)
 
-test: $(STAMP) browser ## Lint, format check, all tests (TensorFlow), then layer tests under JAX.
+# The site is read from the source (griffe, no Keras import) and fetches nothing; --strict
+# makes a broken link, reference or docstring an error.
+docs: $(STAMP) ## Build the documentation site into site/ (warnings are errors).
+	$(BIN)/mkdocs build --strict --site-dir site
+
+test: $(STAMP) browser ## Lint, format check, docs build, all tests (TensorFlow), layer tests under JAX.
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(MAKE) --no-print-directory docs
 	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
 	KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
+
+# Each test's time, per backend, into tests/durations.json: the order in which the files are
+# handed to the workers (tests/conftest.py). Rerun after adding or changing long tests.
+durations: $(STAMP) browser ## Measure every test's time into tests/durations.json (the test order).
+	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
+	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
 
 # No test may depend on the machine's speed: the same suite with every core kept busy.
 test-under-load: $(STAMP) browser ## make test with a busy loop on every core.
@@ -72,8 +86,14 @@ format: $(STAMP) ## Format the code and apply safe lint fixes.
 bench: $(STAMP) ## Run the recurrent-layer benchmark.
 	$(BIN)/python benchmarks/recurrent.py $(ARGS)
 
+bench-app: $(STAMP) browser ## Time the app's clicks and its 1,000-run Compare tab in Chromium.
+	KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(BIN)/python benchmarks/app_views.py $(ARGS)
+
+bench-graph: $(STAMP) ## Time graph_report, the canvas's shape check, on a 30-block graph.
+	$(BIN)/python benchmarks/graph_shapes.py $(ARGS)
+
 clean: ## Remove build artefacts and caches (keeps .venv).
-	rm -rf build dist .pytest_cache .ruff_cache
+	rm -rf build dist site .pytest_cache .ruff_cache
 	find . -path ./$(VENV) -prune -o -name '*.egg-info' -type d -prune -exec rm -rf {} +
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 

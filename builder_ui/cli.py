@@ -1,13 +1,22 @@
 """The `keras-seq` command line.
 
-    keras-seq ui [--host H] [--port P] [--runs DIR] [--auth USER:PASS]
-    keras-seq train SPEC [--runs DIR] [--name N] [--set FIELD=VALUE ...]
+    keras-seq ui [--host H] [--port P] [--runs DIR] [--auth USER:PASS] [--memory-budget SIZE]
+                 [--data-dir DIR ...] [--max-upload-mb MB]
+    keras-seq train SPEC [--runs DIR] [--name N] [--set FIELD=VALUE ...] [--memory-budget SIZE]
     keras-seq sweep SPEC [--executor local|ray] [--address ADDR] [--num-cpus N] [--runs DIR]
-    keras-seq runs [--runs DIR] [--status S] [--sweep ID] [--compare ID ...] [--csv FILE]
+                         [--memory-budget SIZE]
+    keras-seq runs [--runs DIR] [--status S] [--sweep ID] [--tag TAG] [--archived]
+                   [--compare ID ...] [--csv FILE]
+    keras-seq runs --rename RUN NAME | --add-tag RUN TAG... | --remove-tag RUN TAG...
+                   | --note RUN TEXT | --star RUN | --unstar RUN | --archive RUN
+                   | --unarchive RUN | --delete RUN [--yes]
     keras-seq export RUN --format keras|savedmodel|python [--out PATH] [--runs DIR]
-    keras-seq resume RUN [--runs DIR]
+    keras-seq resume RUN|SWEEP [--runs DIR]
     keras-seq schema [--out FILE]
     keras-seq validate SPEC [--set FIELD=VALUE ...]
+
+Every command takes `--verbose`, which shows TensorFlow's native start-up
+lines (hidden by default, see `builder_ui.engine.native_logs`).
 
 Each subcommand is a pair of functions, one that declares its arguments and
 one that runs it, registered in `COMMANDS`; to add a subcommand, write both and
@@ -41,6 +50,7 @@ PROG = "keras-seq"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
 DEFAULT_RUNS_DIR = "runs"
+MAX_UPLOAD_MB = 1024  # `keras-seq ui --max-upload-mb`: an upload is read whole into memory
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,24 @@ def _configure_ui(parser: argparse.ArgumentParser) -> None:
         metavar="USER:PASS",
         help="require this user name and password to use the app",
     )
+    _add_memory_budget_argument(parser)
+    parser.add_argument(
+        "--data-dir",
+        dest="data_dirs",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a folder whose files specs in the app may name as data, besides the uploads "
+        "(repeatable; default: none)",
+    )
+    parser.add_argument(
+        "--max-upload-mb",
+        type=int,
+        metavar="MB",
+        help=f"the largest data file one upload may be, in MiB, 1 to {MAX_UPLOAD_MB} (default: "
+        "10); a request may be 64 KiB more, for the form around the file",
+    )
 
 
 def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -135,10 +163,22 @@ def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             f"refusing to serve on non-loopback host {args.host!r} without authentication; "
             "pass --auth USER:PASS to allow it"
         )
+    limits: dict[str, object] = {}  # given options only: the page holds the defaults
+    for directory in args.data_dirs:
+        if not directory.is_dir():
+            parser.error(f"--data-dir: expected an existing directory, got {str(directory)!r}")
+        limits["data_dirs"] = args.data_dirs
+    if args.max_upload_mb is not None:
+        if not 1 <= args.max_upload_mb <= MAX_UPLOAD_MB:
+            parser.error(
+                f"--max-upload-mb: expected 1 to {MAX_UPLOAD_MB}, got {args.max_upload_mb}"
+            )
+        limits["max_upload_bytes"] = args.max_upload_mb * 2**20
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.app.page import launch
 
-    launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth)
+    _pass_memory_budget(args)
+    launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth, **limits)
     return 0
 
 
@@ -183,6 +223,34 @@ def _add_set_argument(parser: argparse.ArgumentParser) -> None:
         help="override a spec field before validation, e.g. --set train.epochs=2 "
         "(VALUE is read as YAML; repeatable)",
     )
+
+
+def _add_memory_budget_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--memory-budget",
+        type=_memory_budget,
+        metavar="SIZE",
+        help="refuse a model whose estimated memory exceeds SIZE (4GB, 512MB, 75%% of the free "
+        "memory, or none); default: $KERAS_SEQ_MEMORY_BUDGET, else half the free memory",
+    )
+
+
+def _memory_budget(value: str) -> str:
+    """`--memory-budget`, checked as `KERAS_SEQ_MEMORY_BUDGET` reads it."""
+    # Loaded when the flag is given: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.builders.memory import BUDGET_ENV, BudgetError, memory_budget
+
+    try:
+        memory_budget({BUDGET_ENV: value})
+    except BudgetError as error:
+        raise argparse.ArgumentTypeError(error.problems[0][1]) from None
+    return value
+
+
+def _pass_memory_budget(args: argparse.Namespace) -> None:
+    """`--memory-budget` into `KERAS_SEQ_MEMORY_BUDGET`, which the checks and workers read."""
+    if getattr(args, "memory_budget", None) is not None:
+        os.environ["KERAS_SEQ_MEMORY_BUDGET"] = args.memory_budget
 
 
 def parse_override(text: str) -> tuple[list[str], object]:
@@ -304,6 +372,7 @@ def _configure_train(parser: argparse.ArgumentParser) -> None:
     _add_runs_argument(parser)
     parser.add_argument("--name", help="name of the run (default: the spec's name)")
     _add_set_argument(parser)
+    _add_memory_budget_argument(parser)
 
 
 def _run_train(args: argparse.Namespace) -> int:
@@ -311,6 +380,7 @@ def _run_train(args: argparse.Namespace) -> int:
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.builders import load_spec
 
+    _pass_memory_budget(args)
     spec = load_spec_argument(args)
     if spec.sweep is not None:
         raise InputError(
@@ -374,6 +444,7 @@ def _configure_sweep(parser: argparse.ArgumentParser) -> None:
     )
     _add_runs_argument(parser)
     _add_set_argument(parser)
+    _add_memory_budget_argument(parser)
 
 
 def _positive_int(value: str) -> int:
@@ -390,6 +461,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     """Run every trial; print a table of the trials (what differs, their metrics)."""
     if args.executor != "ray" and (args.address is not None or args.num_cpus is not None):
         raise InputError("--address and --num-cpus are for --executor ray")
+    _pass_memory_budget(args)
     spec = load_spec_argument(args)
 
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
@@ -398,6 +470,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     from builder_ui.results import compare
 
     with open_store(args.runs) as store:
+        earlier = {record.sweep_id for record in store.list_runs()}
         try:
             result = executors.run_sweep(
                 spec,
@@ -409,6 +482,14 @@ def _run_sweep(args: argparse.Namespace) -> int:
             )
         except executors.ExecutorError as error:
             raise InputError(str(error)) from None
+        except KeyboardInterrupt:
+            for sweep_id in {record.sweep_id for record in store.list_runs()} - earlier:
+                print(
+                    f"{PROG} sweep: sweep {sweep_id} stopped; run what is left of it with "
+                    f"`{PROG} resume {sweep_id} --runs {args.runs}`",
+                    file=sys.stderr,
+                )
+            raise
         table = compare.compare(store, result.run_ids)
     print(f"sweep {result.sweep_id}: {len(result.records)} runs in {args.runs}")
     print(_table_text(table))
@@ -420,10 +501,35 @@ def _run_sweep(args: argparse.Namespace) -> int:
 RUN_STATUSES = ("queued", "running", "done", "failed", "diverged", "cancelled", "interrupted")
 
 
+# The flags of `keras-seq runs` that change one run (at most one per call): flag -> its
+# argparse `nargs`, metavar and help. `--tag` is not one of them: it filters the list.
+RUN_EDITS = {
+    "rename": (2, ("RUN", "NAME"), "give run RUN the name NAME"),
+    "add_tag": ("+", ("RUN", "TAG"), "tag run RUN with each TAG (letters, digits, _ . : + / -)"),
+    "remove_tag": ("+", ("RUN", "TAG"), "take each TAG off run RUN"),
+    "note": (2, ("RUN", "TEXT"), 'set the note of run RUN to TEXT ("" clears it)'),
+    "star": (None, "RUN", "star run RUN"),
+    "unstar": (None, "RUN", "unstar run RUN"),
+    "archive": (None, "RUN", "archive run RUN: hidden from lists unless --archived"),
+    "unarchive": (None, "RUN", "bring archived run RUN back into lists"),
+    "delete": (None, "RUN", "delete run RUN, its epochs and its folder (asks, or --yes)"),
+}
+
+
 def _configure_runs(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "List or compare the runs of a store (archived runs only with --archived), or change "
+        "one run: --rename, --add-tag, --remove-tag, --note, --star, --unstar, --archive, "
+        "--unarchive or --delete (one per call). `--tag TAG` filters the list; use "
+        "`--add-tag RUN TAG` to tag a run."
+    )
     _add_runs_argument(parser)
     parser.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     parser.add_argument("--sweep", metavar="ID", help="only the runs of this sweep")
+    parser.add_argument("--tag", metavar="TAG", help="only the runs tagged TAG")
+    parser.add_argument(
+        "--archived", action="store_true", help="also list archived runs (hidden by default)"
+    )
     parser.add_argument(
         "--compare",
         nargs="+",
@@ -431,6 +537,13 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
         help="compare these runs: the spec fields that differ, metrics, time, device",
     )
     parser.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
+    edits = parser.add_mutually_exclusive_group()
+    for name, (nargs, metavar, help_text) in RUN_EDITS.items():
+        flag = "--" + name.replace("_", "-")
+        edits.add_argument(flag, dest=name, nargs=nargs, metavar=metavar, help=help_text)
+    parser.add_argument(
+        "--yes", action="store_true", help="with --delete: delete without asking first"
+    )
 
 
 def _run_runs(args: argparse.Namespace) -> int:
@@ -439,6 +552,9 @@ def _run_runs(args: argparse.Namespace) -> int:
     from builder_ui.engine.store import DB_NAME
     from builder_ui.results import compare
 
+    edit = next((name for name in RUN_EDITS if getattr(args, name) is not None), None)
+    if edit is not None:
+        return _edit_run(args, edit)
     if not (args.runs / DB_NAME).is_file():
         if args.compare:
             raise InputError(f"no run store in {str(args.runs)!r}; pass --runs DIR")
@@ -456,8 +572,13 @@ def _run_runs(args: argparse.Namespace) -> int:
             except KeyError as error:
                 raise InputError(str(error.args[0])) from None
         else:
-            records = store.list_runs(status=args.status, sweep_id=args.sweep)
-            table = runs_table(records)
+            records = store.list_runs(
+                status=args.status,
+                sweep_id=args.sweep,
+                tag=args.tag,
+                archived=None if args.archived else False,
+            )
+            table = runs_table(records, store.epoch_counts())
     if table.empty:
         print("No runs match.")
     else:
@@ -468,11 +589,86 @@ def _run_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def runs_table(records):
-    """One row per run: id, name, status, sweep, created, epochs, final metrics, time, device."""
+def _edit_run(args: argparse.Namespace, edit: str) -> int:
+    """Change one run as the `RUN_EDITS` flag `edit` asks; print what it did on stdout.
+
+    A refused value (a tag with a space, a note too long, an unknown run, deleting a
+    queued or running run) changes nothing and exits 2 with one line naming it.
+    """
+    if args.compare or args.csv is not None:
+        raise InputError(
+            f"--{edit.replace('_', '-')} changes a run; list or compare in another call"
+        )
+    if args.yes and edit != "delete":
+        raise InputError("--yes only confirms --delete")
+    value = getattr(args, edit)
+    run_id, rest = (value, []) if isinstance(value, str) else (value[0], value[1:])
+    if edit in ("add_tag", "remove_tag") and not rest:
+        raise InputError(
+            f"--{edit.replace('_', '-')} expects RUN TAG [TAG ...], got only {run_id!r}"
+        )
+    with _existing_store(args) as store:
+        record = store.get(run_id, history=False)  # an unknown run: exit 2, naming it
+        try:
+            said = _apply_edit(store, record, edit, rest, args.yes)
+        except ValueError as error:  # a StatusError is one too
+            raise InputError(str(error)) from None
+    print(said)
+    return EXIT_OK
+
+
+def _apply_edit(store, record, edit: str, rest: list[str], confirmed: bool) -> str:
+    """Make the change in the store; returns the line that says what it did."""
+    run = f"run {record.id}"
+    if edit == "rename":
+        store.rename(record.id, rest[0])
+        return f"{run}: renamed {record.name!r} -> {rest[0].strip()!r}"
+    if edit == "add_tag":
+        return f"{run}: tags {', '.join(store.add_tags(record.id, rest))}"
+    if edit == "remove_tag":
+        return f"{run}: tags {', '.join(store.remove_tags(record.id, rest)) or '(none)'}"
+    if edit == "note":
+        store.set_note(record.id, rest[0])
+        return f"{run}: note {'cleared' if not rest[0] else f'set ({len(rest[0])} characters)'}"
+    if edit in ("star", "unstar"):
+        store.set_starred(record.id, edit == "star")
+    elif edit in ("archive", "unarchive"):
+        store.set_archived(record.id, edit == "archive")
+    else:
+        _confirm_delete(record, confirmed)
+        store.delete(record.id, allow_queued=False)
+        return f"{run}: deleted, with its epochs and {store.artifact_dir(record.id)}"
+    return f"{run}: {edit}red" if edit.endswith("star") else f"{run}: {edit}d"
+
+
+def _confirm_delete(record, confirmed: bool) -> None:
+    """Ask on a terminal before deleting; without one, `--yes` must say it (else exit 2)."""
+    if confirmed:
+        return
+    what = f"run {record.id} ({record.name}, {record.status}) and its files"
+    if not sys.stdin.isatty():
+        raise InputError(f"--delete {record.id}: deleting {what} needs --yes (no terminal to ask)")
+    answer = input(f"Delete {what}? [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        raise InputError(f"--delete {record.id}: not confirmed; nothing deleted")
+
+
+def runs_table(records, epochs_run=None):
+    """One row per run: id, name, status, ★, tags, sweep, created, epochs, final metrics, ...
+
+    ... then parameters, time and device. `★` holds a star for a starred run.
+
+    `epochs_run` is the epochs each run recorded (`RunStore.epoch_counts`; default: the
+    length of each record's loaded history) and `epochs_planned` the spec's
+    `train.epochs`. The final metrics are measured on the validation split, so they are
+    named `val_accuracy`, `val_loss`, ... (`builder_ui.results.compare.metric_column`).
+    """
 
     # pandas loads when a table is made, not on import.
     import pandas as pd
+
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.results.compare import metric_column
 
     metric_names: list[str] = []
     for record in records:
@@ -484,13 +680,18 @@ def runs_table(records):
             "id": record.id,
             "name": record.name,
             "status": record.status,
+            "★": "★" if record.starred else "",
+            "tags": ",".join(record.tags),
             "sweep": record.sweep_id,
             "created": created,
-            "epochs": record.spec.get("train", {}).get("epochs"),
+            "epochs_run": (
+                record.epochs_done if epochs_run is None else epochs_run.get(record.id, 0)
+            ),
+            "epochs_planned": record.spec.get("train", {}).get("epochs"),
         }
         for name in metric_names:
             value = record.metrics.get(name)
-            row[name] = float("nan") if value is None else value
+            row[metric_column(name)] = float("nan") if value is None else value
         row.update(
             params=record.params,
             wall_time=record.wall_time,
@@ -498,7 +699,9 @@ def runs_table(records):
             device=record.device,
         )
         rows.append(row)
-    columns = ["id", "name", "status", "sweep", "created", "epochs", *metric_names]
+    columns = ["id", "name", "status", "★", "tags", "sweep", "created", "epochs_run"]
+    columns += ["epochs_planned"]
+    columns += [metric_column(name) for name in metric_names]
     columns += ["params", "wall_time", "examples_per_sec", "device"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -560,17 +763,62 @@ def _run_export(args: argparse.Namespace) -> int:
 
 
 def _configure_resume(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", metavar="RUN", help="id of an interrupted run")
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="id of an interrupted run, or of a sweep: its interrupted trials are resumed and "
+        "its queued ones trained",
+    )
     _add_runs_argument(parser)
 
 
+def _checkpoint_log(store, run_id: str) -> str:
+    """What the engine noted about the run's checkpoint (`checkpoint.log`), or ""."""
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.engine.train import CHECKPOINT_LOG
+
+    log = store.artifact_dir(run_id) / CHECKPOINT_LOG
+    return log.read_text(encoding="utf-8") if log.exists() else ""
+
+
+def _print_checkpoint_notes(store, run_id: str, seen: str) -> None:
+    """Print on stderr the checkpoint notes written since the log read `seen`."""
+    for line in _checkpoint_log(store, run_id)[len(seen) :].splitlines():
+        print(f"{PROG} resume: warning: {line}", file=sys.stderr)
+
+
+def _resume_sweep(args: argparse.Namespace, store) -> int:
+    """`keras-seq resume SWEEP_ID`: run what is left of the sweep; print its trials' table."""
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.engine import executors
+    from builder_ui.engine.progress import TerminalProgress
+    from builder_ui.results import compare
+
+    trials = [record.id for record in store.list_runs(sweep_id=args.run)]
+    seen = {run_id: _checkpoint_log(store, run_id) for run_id in trials}
+    try:
+        result = executors.resume_sweep(store, args.run, callbacks=[TerminalProgress()])
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    finally:
+        for run_id in trials:
+            _print_checkpoint_notes(store, run_id, seen[run_id])
+    table = compare.compare(store, result.run_ids)
+    print(f"sweep {result.sweep_id}: {len(result.records)} runs in {args.runs}")
+    print(_table_text(table))
+    return EXIT_OK if result.all_done else EXIT_RUN_NOT_DONE
+
+
 def _run_resume(args: argparse.Namespace) -> int:
-    """Continue an interrupted run from its last finished epoch."""
+    """Continue an interrupted run from its last finished epoch, or what is left of a sweep."""
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui import engine
     from builder_ui.engine.progress import TerminalProgress
 
     with _existing_store(args) as store:
+        if not store.exists(args.run) and store.list_runs(sweep_id=args.run):
+            return _resume_sweep(args, store)
+        seen = _checkpoint_log(store, args.run) if store.exists(args.run) else ""
         try:
             record = engine.run(
                 None, store=store, run_id=args.run, resume=True, callbacks=[TerminalProgress()]
@@ -579,6 +827,9 @@ def _run_resume(args: argparse.Namespace) -> int:
             if type(error).__name__ == "SpecError":
                 raise
             raise InputError(str(error)) from None
+        finally:
+            if store.exists(args.run):
+                _print_checkpoint_notes(store, args.run, seen)
     _print_record(record)
     return EXIT_OK if record.status == "done" else EXIT_RUN_NOT_DONE
 
@@ -666,21 +917,43 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         prog=PROG, description="keras_seq: sequence-model layers and their builder app."
     )
     parser.add_argument("--version", action=_VersionAction)
+    _add_verbose_argument(parser, default=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     by_name = {}
     for command in COMMANDS:
         sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
         command.configure(sub)
+        # Accepted after the command too; SUPPRESS keeps a flag given before it.
+        _add_verbose_argument(sub, default=argparse.SUPPRESS)
         by_name[command.name] = sub
     return parser, by_name
+
+
+def _add_verbose_argument(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="also show TensorFlow's native start-up and info lines (hidden by default)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `keras-seq` with `argv` (default: the process arguments); return the exit code."""
     parser, subparsers = build_parser()
     args = parser.parse_args(argv)
+    if not args.verbose:
+        # Loaded when a command runs (not for --help); installs an import hook, imports no Keras.
+        from builder_ui.engine.native_logs import quiet_tensorflow_startup
+
+        quiet_tensorflow_startup()
     command = next(c for c in COMMANDS if c.name == args.command)
-    return command.run(args, subparsers[command.name])
+    # Imports no Keras. A Ctrl-C is noted as well as raised, so that training stops even when its
+    # KeyboardInterrupt is lost (raised inside a weakref callback, say).
+    from builder_ui.engine import interrupts
+
+    with interrupts.remembered():
+        return command.run(args, subparsers[command.name])
 
 
 if __name__ == "__main__":

@@ -2,13 +2,15 @@
 
 State lives in an `AppContext`: the run store (`<runs>/runs.sqlite`), the
 training queue (`builder_ui.engine.queue.JobQueue`), the lab runner, the uploads
-kept for runs (`<runs>/_uploads/`), a scratch directory for downloads (in the
+kept for runs (`<runs>/_uploads/`), the folders specs may read data from
+(`data_paths`: the uploads and `--data-dir`), a scratch directory for downloads (in the
 system's temp directory, so the web server may serve them), and a few loaded
 models. No Gradio here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -18,7 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from builder_ui.app.uploads import UPLOADS_DIR
+from builder_ui.app.data_paths import DataPaths
+from builder_ui.app.uploads import MAX_UPLOAD_BYTES, UPLOADS_DIR
 from builder_ui.builders import (
     load_spec,
     load_task,
@@ -26,7 +29,7 @@ from builder_ui.builders import (
 from builder_ui.engine.queue import JobQueue
 from builder_ui.engine.store import RunNotFoundError, RunStore
 from builder_ui.lab.runner import LabRunner
-from builder_ui.results.export import ExportError, load_trained_model
+from builder_ui.results.export import ExportError, load_trained_model, stored_task
 from builder_ui.specs import SpecError
 
 # Models kept loaded for the Inspect tab.
@@ -43,14 +46,26 @@ class AppContext:
     Args:
         runs_dir: The run store's directory (made if missing).
         slots: Device slots of the training queue (default: detected).
+        data_dirs: Folders whose files a spec may name, besides the uploads
+            (`keras-seq ui --data-dir`; default: none; see `builder_ui.app.data_paths`).
+        max_upload_bytes: The largest data file an upload may be.
     """
 
-    def __init__(self, runs_dir: str | os.PathLike, *, slots: Sequence[str] | None = None):
+    def __init__(
+        self,
+        runs_dir: str | os.PathLike,
+        *,
+        slots: Sequence[str] | None = None,
+        data_dirs: Sequence[str | os.PathLike] = (),
+        max_upload_bytes: int = MAX_UPLOAD_BYTES,
+    ):
         self.runs_dir = Path(runs_dir).resolve()
         self.store = RunStore(self.runs_dir)
         self.jobs = JobQueue(self.store, slots=slots)
         self.lab = LabRunner(self.runs_dir)
         self.uploads_root = self.runs_dir / UPLOADS_DIR
+        self.data_paths = DataPaths.of(self.uploads_root, data_dirs)
+        self.max_upload_bytes = max_upload_bytes
         # Private to this app (mode 0700) and removed by `close`: downloads, and Gradio's cache
         # of uploads and served files (`gradio_cache`), which would otherwise go to a
         # /tmp/gradio shared with every Gradio app on the machine and outlive this one.
@@ -99,16 +114,35 @@ class AppContext:
         return model
 
     def task(self, run_id: str) -> Any:
-        """The run's task data, made again from its (seeded) spec."""
+        """The run's task data, made again from its (seeded) spec, read as the run recorded it.
+
+        A run with a `vocabularies.json` artifact (`results.export.stored_task`)
+        keeps its vocabularies whatever became of its data file: if the file
+        is gone, unreadable or gives other vocabularies, the task is the
+        recorded one, which reads typed input but has no validation examples
+        (its description says why). An older run without the artifact is
+        made again from its spec only.
+        """
 
         with self._lock:
             if run_id in self._tasks:
                 return self._tasks[run_id]
         record = self.record(run_id)
         try:
-            task = load_task(load_spec(record.spec))
+            stored = stored_task(self.store, run_id)
+        except ExportError as error:
+            raise AppError(str(error)) from None
+        try:
+            spec = load_spec(record.spec)
+            self.data_paths.check(spec)  # a run of `keras-seq train` may name any file
+            task = load_task(spec)
         except SpecError as error:
-            raise AppError(f"The data of run {run_id} cannot be made again: {error}") from None
+            if stored is None:
+                raise AppError(f"The data of run {run_id} cannot be made again: {error}") from None
+            task = _without_examples(stored, f"its data cannot be made again: {error}")
+        else:
+            if stored is not None and not _reads_as_recorded(task, stored):
+                task = _without_examples(stored, "its data file changed since it trained")
         with self._lock:
             self._tasks[run_id] = task
             while len(self._tasks) > MODEL_CACHE_SIZE:
@@ -119,3 +153,18 @@ class AppContext:
         """A fresh path in the scratch directory for a file the page offers to download."""
         directory = Path(tempfile.mkdtemp(dir=self.scratch))
         return directory / name
+
+
+def _reads_as_recorded(task: Any, stored: Any) -> bool:
+    """Whether the task made again has the recorded vocabularies and input and target specs."""
+    fields = ("source_vocabulary", "target_vocabulary", "inputs", "targets")
+    return all(getattr(task, name) == getattr(stored, name) for name in fields)
+
+
+def _without_examples(stored: Any, why: str) -> Any:
+    """The recorded task, its description saying why it has no validation examples."""
+    return dataclasses.replace(
+        stored,
+        description=f"{stored.description} (Run data: {why}; the vocabularies are the run's "
+        "own, but there are no validation examples to show.)",
+    )

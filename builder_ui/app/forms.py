@@ -5,9 +5,17 @@ of `FormField`s, one per leaf field of its `task`, `model` and `train`
 sections, each with its dotted path (`model.encoder.units`), its kind (`int`,
 `float`, `bool`, `choice`, `text`, or `toggle` for an optional block such as
 `train.early_stopping`), its current value, the allowed values or bounds,
-and a line of help taken from the field's description or the `Args:` section
-of its model's docstring. Because the fields come from the registry's params
-models, a plugin's model type gets a form like the built-ins.
+a line of help taken from the field's description or the `Args:` section
+of its model's docstring, and its default. Because the fields come from the
+registry's params models, a plugin's model type gets a form like the built-ins.
+
+Only the fields that apply are listed. A discriminated block (`encoder`,
+`architecture`) lists its chosen type's fields alone; within a model, a field
+left at its default is listed only when the model's own validators accept
+another value for it given the choices already made (the `cec_lstm` cell's
+`forget_gate`, a Luong attention's `input_feeding`), so the rule lives in
+one place, the model, and a plugin's validators hide its fields too. A field
+the user has set stays listed, with its error, whatever else changes.
 
 `set_field(document, path, value)` changes one field and returns the new
 document. The value is converted to the field's kind but not checked: an
@@ -23,6 +31,7 @@ the YAML. Nothing here imports Keras or Gradio.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import math
 import re
@@ -59,6 +68,8 @@ class FormField:
         help: One line about the field.
         structural: Changing it changes which fields exist (a `type`, an
             optional block), so a form must be redrawn.
+        default: The value the spec takes when the field is left out.
+        required: The field has no default (a data file's path).
     """
 
     path: str
@@ -71,6 +82,8 @@ class FormField:
     bounds: str = ""
     help: str = ""
     structural: bool = False
+    default: Any = None
+    required: bool = False
 
     @property
     def elem_id(self) -> str:
@@ -78,11 +91,22 @@ class FormField:
         return "field-" + re.sub(r"[^A-Za-z0-9]+", "-", self.path).strip("-")
 
     def description(self) -> str:
-        """Help and bounds in one line."""
+        """Help, bounds and the default in one line."""
         parts = [part for part in (self.help, self.bounds and f"({self.bounds})") if part]
         if self.optional and self.kind in ("int", "float", "text"):
             parts.append("(empty: null)")
+        parts.append("Required." if self.required else f"Default: {self.default_shown()}.")
         return " ".join(parts)
+
+    def default_shown(self) -> str:
+        """The default as the YAML writes it (`null`, `true`); `off` for an optional block."""
+        if self.kind == "toggle":
+            return "on" if self.default else "off"
+        if self.default is None:
+            return NULL
+        if isinstance(self.default, bool):
+            return "true" if self.default else "false"
+        return str(self.default)
 
 
 # ---------------------------------------------------------------------------
@@ -182,26 +206,120 @@ def _tag(cls: Any) -> str | None:
 
 
 def _model_fields(
-    cls: type[BaseModel], values: Mapping[str, Any], prefix: str, section: str
+    cls: type[BaseModel], values: Mapping[str, Any], prefix: str, section: str, every: bool
 ) -> list[FormField]:
+    """The fields of `cls` at `prefix`; with `every`, also those that do not apply now."""
     helps = _docstring_help(cls)
     fields: list[FormField] = []
     for name, info in cls.model_fields.items():
         path = f"{prefix}.{name}"
         if prefix in ("task", "model") and name == "type":
             continue  # chosen with the task and model type selectors
+        if not every and not _applies(cls, values, name):
+            continue
         present = isinstance(values, Mapping) and name in values
         value = values[name] if present else _default(info)
         help_text = info.description or helps.get(name, "")
         annotation, metadata = _unwrap(info.annotation)
         metadata = [*info.metadata, *metadata]
-        fields.extend(
-            _describe(path, name, section, annotation, metadata, value, help_text, info, present)
+        described = _describe(
+            path, name, section, annotation, metadata, value, help_text, info, every
         )
+        fields.extend(_with_default(field, path, info) for field in described)
     return fields
 
 
-def _describe(path, name, section, annotation, metadata, value, help_text, info, present):
+def _with_default(field: FormField, path: str, info: Any) -> FormField:
+    """`field` with the default of the model field `info` at `path` (its tag for a selector)."""
+    default = _default(info)
+    if field.path == f"{path}.type" and isinstance(default, Mapping):
+        return dataclasses.replace(field, default=default.get("type"))
+    if field.path != path:
+        return field  # a field of an inner block: it has its own default already
+    return dataclasses.replace(field, default=default, required=info.is_required())
+
+
+# ---------------------------------------------------------------------------
+# Which fields apply
+
+_NO_PROBE = object()  # a field whose other values are not tried: it always applies
+
+
+def _applies(cls: type[BaseModel], values: Mapping[str, Any], name: str) -> bool:
+    """Whether field `name` of `cls` can take a value other than its default, given `values`.
+
+    Only the choices already made take part (the `type`, `cell` or `attention`
+    of the siblings, a block's `type`, the required fields): the numbers are
+    left at their defaults, so that typing a number never hides a field (nor
+    redraws the form). A field whose value is set (not its default) applies.
+    When the choices alone fail validation, nothing is hidden.
+    """
+    info = cls.model_fields[name]
+    values = values if isinstance(values, Mapping) else {}
+    if name in values and values[name] != _default(info):
+        return True
+    probe = _other_value(info)
+    if probe is _NO_PROBE:
+        return True
+    chosen = _choices_made(cls, values, name)
+    try:
+        cls.model_validate(chosen)
+    except ValidationError:
+        return True
+    try:
+        cls.model_validate({**chosen, name: probe})
+    except ValidationError:
+        return False
+    return True
+
+
+def _choices_made(cls: type[BaseModel], values: Mapping[str, Any], skip: str) -> dict[str, Any]:
+    """The values of `cls`'s choice, flag and required fields in `values` (a block by its type)."""
+    chosen: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        if name == skip or name not in values:
+            continue
+        value = values[name]
+        annotation = _non_null(info.annotation)
+        if info.is_required() or annotation is bool or get_origin(annotation) is Literal:
+            chosen[name] = value
+        elif isinstance(value, Mapping) and "type" in value:
+            chosen[name] = {"type": value["type"]}
+    return chosen
+
+
+def _non_null(annotation: Any) -> Any:
+    """The bare type of an annotation, `X | None` read as `X` (a union of several kept)."""
+    annotation, _ = _unwrap(annotation)
+    members = [m for m in _union_members(annotation) or [annotation] if m is not type(None)]
+    return _unwrap(members[0])[0] if len(members) == 1 else annotation
+
+
+def _other_value(info: Any) -> Any:
+    """A valid value of the field `info` besides its default, or `_NO_PROBE`.
+
+    Tried for flags, choices and numbers that default to null (`attention_units`):
+    the fields whose use depends on another choice.
+    """
+    default = _default(info)
+    annotation, metadata = _unwrap(info.annotation)
+    members = [m for m in _union_members(annotation) or [annotation] if m is not type(None)]
+    if len(members) == 1:
+        annotation, more = _unwrap(members[0])
+        metadata = [*metadata, *more]
+    metadata = [*info.metadata, *metadata]
+    if annotation is bool:
+        return not default if isinstance(default, bool) else True
+    if get_origin(annotation) is Literal:
+        others = [choice for choice in get_args(annotation) if choice != default]
+        return others[0] if others else _NO_PROBE
+    if default is None and annotation in (int, float):
+        low = [getattr(m, "ge", None) for m in metadata if isinstance(m, annotated_types.Ge)]
+        return annotation(low[0]) if low else _NO_PROBE
+    return _NO_PROBE
+
+
+def _describe(path, name, section, annotation, metadata, value, help_text, info, every):
     members = _union_members(annotation)
     optional = False
     if members is not None:
@@ -209,7 +327,7 @@ def _describe(path, name, section, annotation, metadata, value, help_text, info,
         optional = len(non_null) < len(members)
         models = [_unwrap(m)[0] for m in non_null]
         if len(models) > 1 and all(_tag(m) for m in models):
-            return _union_block(path, name, section, models, value, help_text)
+            return _union_block(path, name, section, models, value, help_text, every)
         if len(non_null) == 1:
             annotation, more = _unwrap(non_null[0])
             metadata = [*metadata, *more]
@@ -228,9 +346,10 @@ def _describe(path, name, section, annotation, metadata, value, help_text, info,
                 help=help_text,
                 structural=True,
             )
-            inner = _model_fields(annotation, value, path, section) if enabled else []
+            inner = _model_fields(annotation, value, path, section, every) if enabled else []
             return [toggle, *inner]
-        return _model_fields(annotation, value if isinstance(value, Mapping) else {}, path, section)
+        block = value if isinstance(value, Mapping) else {}
+        return _model_fields(annotation, block, path, section, every)
     if get_origin(annotation) is Literal:
         choices = tuple(get_args(annotation)) + ((None,) if optional else ())
         is_type = name == "type"
@@ -270,7 +389,7 @@ def _describe(path, name, section, annotation, metadata, value, help_text, info,
     return []  # lists and mappings: YAML only
 
 
-def _union_block(path, name, section, models, value, help_text):
+def _union_block(path, name, section, models, value, help_text, every):
     tags = tuple(_tag(m) for m in models)
     values = value if isinstance(value, Mapping) else {}
     chosen_tag = values.get("type", tags[0])
@@ -287,7 +406,8 @@ def _union_block(path, name, section, models, value, help_text):
     )
     if chosen is None:
         return [selector]
-    inner = [f for f in _model_fields(chosen, values, path, section) if f.path != f"{path}.type"]
+    inner = _model_fields(chosen, values, path, section, every)
+    inner = [f for f in inner if f.path != f"{path}.type"]
     return [selector, *inner]
 
 
@@ -306,14 +426,24 @@ def section_model(document: Mapping[str, Any], section: str) -> type[BaseModel] 
     return builders.params_model(kind, type_name)
 
 
-def form_fields(document: Mapping[str, Any]) -> list[FormField]:
-    """The editable fields of a spec document: its `name`, then task, model and train."""
+def form_fields(document: Mapping[str, Any], *, every: bool = False) -> list[FormField]:
+    """The editable fields of a spec document: its `name`, then task, model and train.
+
+    Only the fields that apply now (see the module's docstring); with `every`, all of
+    them, so that a script may set one before the choice that makes it apply.
+    """
     if not isinstance(document, Mapping):
         return []
     name = document.get("name")
     fields: list[FormField] = [
         FormField(
-            "name", "name", "run", "text", name if isinstance(name, str) else "", help=NAME_HELP
+            "name",
+            "name",
+            "run",
+            "text",
+            name if isinstance(name, str) else "",
+            help=NAME_HELP,
+            required=True,
         )
     ]
     for section in SECTIONS:
@@ -321,9 +451,8 @@ def form_fields(document: Mapping[str, Any]) -> list[FormField]:
         if cls is None:
             continue
         values = document.get(section)
-        fields.extend(
-            _model_fields(cls, values if isinstance(values, Mapping) else {}, section, section)
-        )
+        values = values if isinstance(values, Mapping) else {}
+        fields.extend(_model_fields(cls, values, section, section, every))
     return fields
 
 
@@ -429,7 +558,7 @@ def set_field(document: Mapping[str, Any], path: str, value: Any) -> dict[str, A
         FieldError: `path` is not a field of the document's form.
     """
     document = copy.deepcopy(dict(document))
-    fields = {f.path: f for f in form_fields(document)}
+    fields = {f.path: f for f in form_fields(document, every=True)}
     if path not in fields:
         known = ", ".join(fields) or "none (fix the task and model types first)"
         raise FieldError(f"{path}: not a field of this spec; fields: {known}")

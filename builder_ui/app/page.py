@@ -1,6 +1,7 @@
 """The Gradio model builder: Build → Train → Compare → Inspect → Export, over the engine.
 
     keras-seq ui [--host 127.0.0.1] [--port 7860] [--runs DIR] [--auth USER:PASS]
+                 [--data-dir DIR ...] [--max-upload-mb 10]
 
 One page, one tab per step (each laid out in its `builder_ui/app/tabs/`
 module, wired to the others here); every event calls `builder_ui.app.actions`,
@@ -10,7 +11,10 @@ training queue are shared by every browser session; the spec being edited
 belongs to each session.
 
 Serving: loopback unless the CLI was given `--auth`; never a share link;
-uploads limited to `uploads.MAX_UPLOAD_BYTES`; no `allowed_paths`, so the
+a data file limited to `uploads.MAX_UPLOAD_BYTES` (`--max-upload-mb`), a whole
+request to that and its form's framing; data read only from the uploads and
+`--data-dir` folders (`builder_ui.app.data_paths`); failed logins throttled;
+no `allowed_paths`, so the
 server sends only what the app itself returns (downloads are copied into a
 temporary directory first); a Host check without `--auth` and security
 headers on every answer (`builder_ui.app.serving`). Keras and TensorFlow are imported when first
@@ -22,6 +26,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import gradio as gr
@@ -47,18 +52,28 @@ CSS = """
 """
 
 
-def build_app(runs_dir: str | Path, *, slots: list[str] | None = None) -> gr.Blocks:
+def build_app(
+    runs_dir: str | Path,
+    *,
+    slots: list[str] | None = None,
+    data_dirs: Sequence[str | Path] = (),
+    max_upload_bytes: int = MAX_FILE_SIZE,
+) -> gr.Blocks:
     """Build the app over the run store in `runs_dir` (made if missing).
 
     Args:
         runs_dir: The run store's directory.
         slots: Device slots of the training queue (default: one per GPU, or the CPU).
+        data_dirs: Folders a spec may read data from, besides the uploads.
+        max_upload_bytes: The largest data file an upload may be.
 
     Returns:
         The `gr.Blocks`; its `keras_seq_context` attribute is the `actions.AppContext`
         (close it after the server stops).
     """
-    ctx = actions.AppContext(runs_dir, slots=slots)
+    ctx = actions.AppContext(
+        runs_dir, slots=slots, data_dirs=data_dirs, max_upload_bytes=max_upload_bytes
+    )
     # Gradio reads its cache folder from the environment when the page and the server are made.
     os.environ["GRADIO_TEMP_DIR"] = str(ctx.gradio_cache)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as app:
@@ -71,7 +86,7 @@ def build_app(runs_dir: str | Path, *, slots: list[str] | None = None) -> gr.Blo
             with gr.Tab("Build", id="build", elem_id="tab-build"):
                 build = build_tab(ctx, app)
             with gr.Tab("Train", id="train", elem_id="tab-train"):
-                train = train_tab(ctx, build.code)
+                train = train_tab(ctx, build.code, app)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare:
                 compare_tab(ctx, train.store_version, compare)
             with gr.Tab("Inspect", id="inspect", elem_id="tab-inspect") as inspect:
@@ -94,6 +109,8 @@ def start(
     port: int | None = None,
     auth: tuple[str, str] | None = None,
     slots: list[str] | None = None,
+    data_dirs: Sequence[str | Path] = (),
+    max_upload_bytes: int = MAX_FILE_SIZE,
 ) -> tuple[gr.Blocks, str]:
     """Build the app and serve it in a background thread; returns `(app, local URL)`.
 
@@ -101,14 +118,24 @@ def start(
     (`keep_gpus_for_training`): summaries and inspections run on the CPU.
     """
     keep_gpus_for_training()
-    app = build_app(runs_dir, slots=slots)
+    app = build_app(runs_dir, slots=slots, data_dirs=data_dirs, max_upload_bytes=max_upload_bytes)
+    # The training processes load Keras meanwhile, for the first run.
+    app.keras_seq_context.jobs.warm_up()
+    # Keras and every keras_seq module load here, in this thread, before the server takes a
+    # request (the first model summary needs them): loaded in a background thread instead,
+    # it raced the handlers' own imports of keras_seq modules, and Python's per-module import
+    # locks left each thread a partly initialised module ("cannot import name 'TaskData' from
+    # partially initialized module 'keras_seq.tasks.base'").
+    import keras_seq  # noqa: F401
+
+    cap = serving.request_cap(max_upload_bytes)
     _, local_url, _ = app.launch(
         server_name=host,
         server_port=port,
         share=False,
         auth=auth,
         show_error=True,
-        max_file_size=MAX_FILE_SIZE,
+        max_file_size=max_upload_bytes,
         ssr_mode=False,
         mcp_server=False,
         enable_monitoring=False,
@@ -116,17 +143,9 @@ def start(
         quiet=True,
         prevent_thread_lock=True,
         css=CSS,
-        app_kwargs={"middleware": serving.middleware(host, auth)},
+        app_kwargs={"middleware": serving.middleware(host, auth, max_request_bytes=cap)},
     )
-    # Load Keras now, in the background: the training processes for the first run, this
-    # process for the first model summary.
-    app.keras_seq_context.jobs.warm_up()
-    threading.Thread(target=_load_keras, name="keras-seq-warm-up", daemon=True).start()
     return app, local_url
-
-
-def _load_keras() -> None:
-    import keras_seq  # noqa: F401 - imports Keras and the backend
 
 
 def stop(app: gr.Blocks) -> None:
@@ -139,17 +158,41 @@ def stop(app: gr.Blocks) -> None:
             ctx.close()
 
 
-def launch(host: str, port: int, runs_dir: str | Path, auth: tuple[str, str] | None = None) -> None:
+def launch(
+    host: str,
+    port: int,
+    runs_dir: str | Path,
+    auth: tuple[str, str] | None = None,
+    data_dirs: Sequence[str | Path] = (),
+    max_upload_bytes: int = MAX_FILE_SIZE,
+) -> None:
     """Serve the app on `host:port` (never through a public share link); block until stopped.
 
-    Ctrl+C or SIGTERM (also while starting) closes the server, cancels the
-    queued runs, stops the one training, and returns.
+    Ctrl+C or SIGTERM (also while starting) interrupts the run training at
+    once (it ends `interrupted`, resumable: the Train tab offers it when the app
+    starts again), closes the server, cancels the queued runs, and returns.
     """
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _interrupt)
     app = None
+
+    def interrupt(signum: int, frame: object) -> None:
+        # The run in flight stops now, not after the server has closed (seconds later).
+        ctx = getattr(app, "keras_seq_context", None)
+        if ctx is not None:
+            ctx.jobs.interrupt_training()
+        _interrupt(signum, frame)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+        signal.signal(signal.SIGINT, interrupt)
     try:
-        app, local_url = start(runs_dir, host=host, port=port, auth=auth)
+        app, local_url = start(
+            runs_dir,
+            host=host,
+            port=port,
+            auth=auth,
+            data_dirs=data_dirs,
+            max_upload_bytes=max_upload_bytes,
+        )
         print(f"{TITLE} running on {local_url} (Ctrl+C to stop)", flush=True)
         app.block_thread()  # returns on KeyboardInterrupt, after closing the server
     except KeyboardInterrupt:
@@ -162,5 +205,5 @@ def launch(host: str, port: int, runs_dir: str | Path, auth: tuple[str, str] | N
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    """Turn SIGTERM into KeyboardInterrupt so that the server shuts down cleanly."""
+    """Turn SIGTERM (and Ctrl+C) into KeyboardInterrupt so that the server shuts down cleanly."""
     raise KeyboardInterrupt

@@ -8,17 +8,34 @@
 - Every HTTP answer says `X-Frame-Options: DENY` and CSP `frame-ancestors
   'none'` (no other site may frame the app), `X-Content-Type-Options:
   nosniff` and `Referrer-Policy: no-referrer`.
+- A request body is capped as a whole (`RequestSizeLimit`): Gradio's
+  `max_file_size` caps each file of an upload, not the request, so three
+  files just under the cap were all taken. A `Content-Length` over the cap is
+  answered 413 before the body is read; a body without one (chunked) is
+  counted as it streams and answered 413 when it passes the cap.
+- With `--auth`, failed logins are throttled per client address
+  (`LoginThrottle`): after `FREE_LOGIN_FAILURES`, `POST /login` is answered
+  429 with `Retry-After` for a delay that doubles with each failure, up to
+  `MAX_LOGIN_DELAY_S`; a successful login forgets the address. No request
+  waits: a refused one is answered at once, so the event loop never sleeps.
 
-Plain ASGI and Starlette; the page passes `middleware(host, auth)` to Gradio's
-FastAPI app (`app_kwargs`).
+Plain ASGI and Starlette; the page passes `middleware(host, auth, ...)` to
+Gradio's FastAPI app (`app_kwargs`).
 """
 
 from __future__ import annotations
 
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from builder_ui.app.uploads import MAX_UPLOAD_BYTES
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 SECURITY_HEADERS = (
@@ -27,6 +44,17 @@ SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
 )
+# The multipart framing of an upload around its file (boundaries, part headers, the
+# file's name): a few hundred bytes; 64 KiB leaves room for long names and extra fields.
+FORM_OVERHEAD_BYTES = 64 * 1024
+# Failed logins from one address before the throttle answers 429, and its delays.
+FREE_LOGIN_FAILURES = 3
+FIRST_LOGIN_DELAY_S = 1.0
+MAX_LOGIN_DELAY_S = 60.0
+# Addresses remembered at most, and how long one is kept after its last failure.
+MAX_LOGIN_CLIENTS = 10_000
+FORGET_LOGIN_AFTER_S = 15 * 60
+LOGIN_PATHS = ("/login", "/login/")
 
 
 class SecurityHeaders:
@@ -51,6 +79,168 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+async def _answer(send: Any, status: int, text: str, headers: tuple = ()) -> None:
+    """Send a whole plain-text answer (the request's body, if any, is left unread)."""
+    body = text.encode("utf-8")
+    start_headers = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": start_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _content_length(scope: dict) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None  # the HTTP server refuses a malformed length itself
+    return None
+
+
+class RequestTooLarge(Exception):
+    """Raised from `receive` when a streamed body passes the cap; `RequestSizeLimit` answers."""
+
+
+class RequestSizeLimit:
+    """ASGI middleware: answer 413 to a request whose body is larger than `max_bytes`.
+
+    Checked twice: the declared `Content-Length` before the app runs (nothing is
+    read), and the bytes actually received, as the app reads them (a chunked
+    body declares no length). Past the cap, the app's `receive` raises
+    `RequestTooLarge`, whatever the app answers then is dropped, and the client
+    gets the 413.
+    """
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def refusal(self, size: int | None) -> str:
+        """The 413's text: how large the request was, and the cap."""
+        got = f"{size:,} bytes" if size is not None else "more"
+        return (
+            f"Request too large: {got}; the app takes at most {self.max_bytes:,} bytes in one "
+            "request (one data file at a time; the cap is set by `keras-seq ui --max-upload-mb`)."
+        )
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = _content_length(scope)
+        if length is not None and length > self.max_bytes:
+            await _answer(send, 413, self.refusal(length), ((b"connection", b"close"),))
+            return
+        received, exceeded, started = 0, False, False
+
+        async def counting_receive() -> dict:
+            nonlocal received, exceeded
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    exceeded = True
+                    raise RequestTooLarge(received)
+            return message
+
+        async def guarded_send(message: dict) -> None:
+            nonlocal started
+            if exceeded and not started:
+                return  # the app's answer to the refusal; the 413 goes instead
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except RequestTooLarge:
+            pass
+        if exceeded and not started:
+            await _answer(send, 413, self.refusal(None), ((b"connection", b"close"),))
+
+
+def login_delay(failures: int) -> float:
+    """Seconds a client waits after `failures` failed logins in a row: 0, then 1, 2, 4 … 60."""
+    if failures < FREE_LOGIN_FAILURES:
+        return 0.0
+    return min(FIRST_LOGIN_DELAY_S * 2.0 ** (failures - FREE_LOGIN_FAILURES), MAX_LOGIN_DELAY_S)
+
+
+@dataclass
+class _Failures:
+    count: int = 0
+    blocked_until: float = 0.0
+    last: float = 0.0
+
+
+class LoginThrottle:
+    """ASGI middleware: answer 429 to `POST /login` from an address that keeps failing.
+
+    An attempt counts as failed from the moment it arrives until Gradio answers
+    it 200 (logged in), which forgets the address; so parallel guesses count
+    too. After `FREE_LOGIN_FAILURES` failures, the next attempt within
+    `login_delay(failures)` seconds is answered 429 with `Retry-After` at once,
+    without reaching Gradio. The address is the TCP peer's (`scope["client"]`),
+    not a header a client may set. At most `MAX_LOGIN_CLIENTS` addresses are
+    remembered, each for `FORGET_LOGIN_AFTER_S` after its last attempt.
+
+    Args:
+        app: The ASGI app.
+        clock: Seconds, monotonic (tests pass their own).
+    """
+
+    def __init__(self, app: Any, clock: Callable[[], float] = time.monotonic) -> None:
+        self.app = app
+        self.clock = clock
+        self._clients: OrderedDict[str, _Failures] = OrderedDict()
+
+    def _forget_old(self, now: float) -> None:
+        while self._clients:
+            oldest = next(iter(self._clients.values()))
+            if len(self._clients) <= MAX_LOGIN_CLIENTS and now - oldest.last < FORGET_LOGIN_AFTER_S:
+                break
+            self._clients.popitem(last=False)
+
+    def _attempt(self, address: str, now: float) -> float:
+        """Count an attempt; return the seconds left to wait (0: let it through)."""
+        self._forget_old(now)
+        failures = self._clients.get(address) or _Failures()
+        if now < failures.blocked_until:
+            return failures.blocked_until - now
+        failures.count += 1
+        failures.last = now
+        failures.blocked_until = now + login_delay(failures.count)
+        self._clients[address] = failures
+        self._clients.move_to_end(address)
+        return 0.0
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if not (
+            scope["type"] == "http"
+            and scope.get("method") == "POST"
+            and scope.get("path") in LOGIN_PATHS
+        ):
+            await self.app(scope, receive, send)
+            return
+        address = (scope.get("client") or ("unknown",))[0]
+        wait = self._attempt(address, self.clock())
+        if wait > 0:
+            seconds = math.ceil(wait)
+            text = f"Too many failed logins from this address; try again in {seconds} s."
+            await _answer(send, 429, text, ((b"retry-after", str(seconds).encode()),))
+            return
+
+        async def watching_send(message: dict) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                self._clients.pop(address, None)  # logged in: start afresh
+            await send(message)
+
+        await self.app(scope, receive, watching_send)
+
+
 def allowed_hosts(host: str) -> list[str]:
     """The `Host` names an unauthenticated app answers: its bound address and loopback."""
     hosts = [*LOOPBACK_HOSTS]
@@ -59,9 +249,25 @@ def allowed_hosts(host: str) -> list[str]:
     return hosts
 
 
-def middleware(host: str, auth: tuple[str, str] | None) -> list[Middleware]:
-    """The middleware of the app's server: security headers, and the Host check without auth."""
+def request_cap(max_file_bytes: int = MAX_UPLOAD_BYTES) -> int:
+    """The largest request body: one file of `max_file_bytes` and its form's framing."""
+    return max_file_bytes + FORM_OVERHEAD_BYTES
+
+
+def middleware(
+    host: str, auth: tuple[str, str] | None, *, max_request_bytes: int | None = None
+) -> list[Middleware]:
+    """The middleware of the app's server, outermost first.
+
+    Security headers (on every answer, refusals included); the Host check without
+    auth; the request size cap (`max_request_bytes`, default `request_cap()`); the
+    login throttle with auth.
+    """
     stack = [Middleware(SecurityHeaders)]
     if auth is None:
         stack.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host)))
+    cap = request_cap() if max_request_bytes is None else max_request_bytes
+    stack.append(Middleware(RequestSizeLimit, max_bytes=cap))
+    if auth is not None:
+        stack.append(Middleware(LoginThrottle))
     return stack

@@ -12,8 +12,9 @@ accepts is exactly what training reads:
   with numeric inputs and `target: regression`.
 
 `check_upload` refuses, with a message naming the file and the line, a file
-larger than `MAX_UPLOAD_BYTES`, one that is not UTF-8, a ragged or otherwise
-malformed row, a non-finite number; and stores nothing then. A good file is
+larger than `MAX_UPLOAD_BYTES` (or the app's `--max-upload-mb`), one that is
+not UTF-8, a ragged or otherwise malformed row, a non-finite number; and
+stores nothing then. A good file is
 copied (through a temporary name) to `<runs>/_uploads/<sha256 prefix>/<name>`,
 where it stays for the runs that use it (a run's spec names its data file,
 and the Inspect tab reads it again). The same content uploaded twice is
@@ -159,13 +160,19 @@ def _load(task: dict[str, Any]) -> Any:
     return builders.load_task(spec)
 
 
-def check_upload(source: str | os.PathLike, kind: str, uploads_root: str | os.PathLike) -> Upload:
+def check_upload(
+    source: str | os.PathLike,
+    kind: str,
+    uploads_root: str | os.PathLike,
+    max_bytes: int = MAX_UPLOAD_BYTES,
+) -> Upload:
     """Check an uploaded file completely; keep a copy under `uploads_root` if it is good.
 
     Args:
         source: The uploaded file (where the web server put it).
         kind: One of `KINDS`.
         uploads_root: Where good files are kept (`<runs>/_uploads`).
+        max_bytes: The largest file accepted (`keras-seq ui --max-upload-mb`).
 
     Returns:
         An `Upload`; when not ok, nothing was written.
@@ -186,9 +193,9 @@ def check_upload(source: str | os.PathLike, kind: str, uploads_root: str | os.Pa
             f"{name}: expected a file ending in {', '.join(SUFFIXES)}, got {source.suffix!r}."
         )
     size = source.stat().st_size
-    if size > MAX_UPLOAD_BYTES:
+    if size > max_bytes:
         return _refuse(
-            f"{name}: {size:,} bytes is more than an upload may have ({MAX_UPLOAD_BYTES:,} bytes)."
+            f"{name}: {size:,} bytes is more than an upload may have ({max_bytes:,} bytes)."
         )
     if size == 0:
         return _refuse(f"{name}: the file is empty.")

@@ -9,11 +9,12 @@
 - The built-in types, one module per family: `tasks` (every task type, and
   `data_files` for the user's CSV files), `sequence` (`sequence_classifier`,
   `sequence_regressor`), `vision` (`vision_transformer`), `pointer`
-  (`pointer_network`), `seq2seq` (`seq2seq`). Importing this package registers
-  them; each imports Keras only when it builds a model.
+  (`pointer_network`), `seq2seq` (`seq2seq`), `graph` (`graph`: blocks wired
+  on the canvas; `graph_blocks` its catalog, `graph_shapes` its walk). Importing
+  this package registers them; each imports Keras only when it builds a model.
 """
 
-from builder_ui.builders import pointer, seq2seq, sequence, tasks, vision
+from builder_ui.builders import graph, pointer, seq2seq, sequence, tasks, vision
 from builder_ui.builders.base import (
     INPUT_KINDS,
     TARGET_KINDS,
@@ -49,7 +50,9 @@ from builder_ui.builders.validation import (
 )
 
 # The built-in type modules, registered above (their types are not plugins).
-BUILTIN_MODULES = tuple(module.__name__ for module in (tasks, sequence, vision, pointer, seq2seq))
+BUILTIN_MODULES = tuple(
+    module.__name__ for module in (tasks, sequence, vision, pointer, seq2seq, graph)
+)
 
 __all__ = [
     "BUILTIN_MODULES",

@@ -66,6 +66,20 @@ class ModelBuilder:
         """Return an uncompiled `keras.Model` for the task (see `fit_data` for its inputs)."""
         raise NotImplementedError
 
+    def estimate(self, params: ModelParams, task: Any) -> list[Any] | None:
+        """The model `build` would make, as `builder_ui.builders.memory.Part`s, or None.
+
+        Counted from `params` and the task's shapes, without building (a model
+        too large for the machine must be refused before its weights exist):
+        one `Part(name, field, parameters, activations)` per layer, whose
+        parameters sum to `count_params()` of the built model and whose
+        `field` (from the spec's root, `model.units`) is the one that sets
+        the layer's size. `prepare`'s callers check the total against the
+        memory budget (`memory.check_budget`). The default, None, means
+        unknown: such a model gets no estimate and is not refused.
+        """
+        return None
+
     def fit_data(self, params: ModelParams, task: Any) -> tuple[Any, Any, Any, Any]:
         """`(x_train, y_train, x_val, y_val)` as `model.fit` takes them; default: the task's."""
         return task.x_train, task.y_train, task.x_val, task.y_val

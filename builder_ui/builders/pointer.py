@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 
+from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.sequence import Units
@@ -63,6 +64,27 @@ class PointerNetworkBuilder(ModelBuilder):
         if weights > MAX_LAYER_PARAMS:
             return [("units", f"the encoder would hold {weights:,} weights, got {params.units}")]
         return []
+
+    def estimate(self, params, task):
+        """The layers `build` makes, counted from the fields (see `memory.Part`).
+
+        `keras_seq.models.PointerNetwork`: an encoder and a decoder RNN over the
+        input features, the decoder's learned start vector, and the additive
+        pointer attention, `vᵀ tanh(W_1 e_j + W_2 d_i)`.
+        """
+        features, units, cell = task.inputs.features, params.units, params.cell
+        n, m = task.inputs.length, task.targets.length
+        rnn = memory.recurrent_cell(cell, features, units)
+        return [
+            memory.Part(
+                "encoder", "model.units", rnn, memory.recurrent_activations(cell, n, units)
+            ),
+            memory.Part(
+                "decoder", "model.units", rnn, memory.recurrent_activations(cell, m, units)
+            ),
+            memory.Part("decoder_inputs", "model.units", features, m * features),
+            memory.Part("pointer", "model.units", 2 * units * units + units, m * n * (units + 2)),
+        ]
 
     def build(self, params, task):
         # Keras loads on first use, not on import (specs and the app start without it).

@@ -34,6 +34,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.sequence import Layers, Rate, Units
@@ -196,6 +197,12 @@ class Seq2SeqBuilder(ModelBuilder):
 
         return seq2seq(task.inputs.vocab_size, task.targets.vocab_size, **params.arguments())
 
+    def estimate(self, params, task):
+        """The layers `build` makes, counted from the fields (see `memory.Part`)."""
+        if params.architecture.type == "rnn":
+            return _rnn_parts(params, task)
+        return _transformer_parts(params, task)
+
     def fit_data(self, params, task):
         return (
             {"source": task.x_train, "target": task.y_train},
@@ -236,3 +243,107 @@ class Seq2SeqBuilder(ModelBuilder):
         metrics["bleu"] = corpus_bleu(hypotheses, references)
         metrics["exact_match"] = exact_match(hypotheses, references)
         return metrics
+
+
+def _embedding_parts(params, task):
+    """The source and target embeddings (and the target's softmax, `output_projection`)."""
+    width, field = params.architecture.embedding_dim, "model.architecture.embedding_dim"
+    source, target = task.inputs, task.targets
+    return [
+        memory.Part("source_embedding", field, source.vocab_size * width, source.length * width),
+        memory.Part("target_embedding", field, target.vocab_size * width, target.length * width),
+    ]
+
+
+def _output_part(width, field, task):
+    """`output_projection`: every step's logits and softmax over the target vocabulary."""
+    target = task.targets
+    weights = memory.dense(width, target.vocab_size)
+    return memory.Part("output_projection", field, weights, 2 * target.length * target.vocab_size)
+
+
+def _rnn_parts(params, task):
+    """`keras_seq.models.RNNSeq2Seq`: encoder layers, `RecurrentDecoder`, attention, output."""
+    arch, layers = params.architecture, params.num_layers
+    units, cell, field = arch.units, arch.cell, "model.architecture.units"
+    source, target = task.inputs.length, task.targets.length
+    parts = _embedding_parts(params, task)
+    directions = 2 if arch.bidirectional else 1
+    per_direction = units // directions
+    features = arch.embedding_dim
+    for index in range(layers):
+        weights = directions * memory.recurrent_cell(cell, features, per_direction)
+        kept = directions * memory.recurrent_activations(cell, source, per_direction)
+        parts.append(memory.Part(f"encoder_{index}", field, weights, kept))
+        features = units
+    first = arch.embedding_dim
+    first += units if arch.attention == "bahdanau" else 0  # [x_t; c_t]
+    first += units if arch.input_feeding else 0  # [x_t; h̃_{t−1}]
+    cells = memory.recurrent_cell(cell, first, units)
+    cells += (layers - 1) * memory.recurrent_cell(cell, units, units)
+    kept = layers * memory.recurrent_activations(cell, target, units)
+    parts.append(memory.Part("decoder", field, cells, kept))
+    output_width = units
+    if arch.attention is not None:
+        parts.append(_attention_part(arch, source, target))
+        output_width += units if arch.attention == "bahdanau" else 0
+    return [*parts, _output_part(output_width, field, task)]
+
+
+def _attention_part(arch, source, target):
+    """The decoder's attention: its score weights, W_c for Luong, the (T, S) weights it keeps."""
+    units = arch.units
+    kept = 2 * target * source + target * units  # scores, softmax weights, contexts
+    if arch.attention in ("bahdanau", "luong_concat"):
+        hidden = arch.attention_units or units
+        field = "model.architecture.attention_units" if arch.attention_units else None
+        weights = 2 * units * hidden + hidden  # W, U and v of vᵀ tanh(W q + U k)
+        kept += target * source * hidden  # tanh(W q_i + U k_j) for every (i, j)
+    else:
+        field = None
+        weights = units * units if arch.attention == "luong_general" else 0
+    if arch.attention in LUONG:
+        weights += memory.dense(2 * units, units, bias=False)  # W_c [c_t; h_t]
+    return memory.Part("attention", field or "model.architecture.units", weights, kept)
+
+
+def _transformer_parts(params, task):
+    """`keras_seq.models.TransformerSeq2Seq`: positions, encoder and decoder blocks, output."""
+    arch, layers = params.architecture, params.num_layers
+    d, ff, heads = arch.embedding_dim, arch.ff_dim, arch.num_heads
+    field = "model.architecture.embedding_dim"
+    source, target = task.inputs.length, task.targets.length
+    parts = _embedding_parts(params, task)
+    if arch.positions == "learned":
+        weights = 2 * arch.max_length * d
+        parts.append(memory.Part("position_embedding", "model.architecture.max_length", weights))
+    block = memory.multi_head_attention(d) + 2 * memory.layer_norm(d)
+    feedforward = memory.feedforward(d, ff)
+    for index in range(layers):
+        parts += [
+            memory.Part(
+                f"encoder_block_{index}", field, block, memory.block_activations(source, d, 0)
+            ),
+            memory.Part(
+                f"decoder_block_{index}",
+                field,
+                block + memory.multi_head_attention(d) + memory.layer_norm(d),
+                2 * memory.block_activations(target, d, 0),
+            ),
+            memory.Part(
+                f"feedforward_{index}",
+                "model.architecture.ff_dim",
+                2 * feedforward,
+                2 * (source + target) * ff,
+            ),
+            memory.Part(
+                f"attention_scores_{index}",
+                "model.architecture.num_heads",
+                0,
+                memory.attention_scores(heads, source, source)
+                + memory.attention_scores(heads, target, target + source),
+            ),
+        ]
+    if arch.norm_first:
+        parts.append(memory.Part("layer_norms", field, 2 * memory.layer_norm(d)))
+    return [*parts, _output_part(d, field, task)]

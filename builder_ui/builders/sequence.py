@@ -32,6 +32,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
 from builder_ui.specs import ModelParams, StrictModel, TypeShorthand
@@ -207,6 +208,17 @@ class _SequenceBuilder(ModelBuilder):
     def _embedding_dim(params):
         return params.embedding_dim or DEFAULT_EMBEDDING_DIM
 
+    def estimate(self, params, task):
+        """The layers `build` makes, counted from the fields (see `memory.Part`)."""
+        inputs, targets = task.inputs, task.targets
+        if params.encoder.type == "rnn":
+            parts, width, field = _rnn_parts(params, inputs)
+        else:
+            parts, width, field = _transformer_parts(params, inputs)
+        classes = targets.num_classes if targets.kind == "classification" else targets.output_dim
+        head = "classifier" if targets.kind == "classification" else "regressor"
+        return [*parts, memory.Part(head, field, memory.dense(width, classes), classes)]
+
     def build(self, params, task):
         # Keras loads on first use, not on import (specs and the app start without it).
         import keras
@@ -225,6 +237,67 @@ class _SequenceBuilder(ModelBuilder):
         else:
             head = keras.layers.Dense(targets.output_dim, dtype="float32", name="regressor")
         return keras.Model(sequence, head(hidden), name=params.type)
+
+
+def _rnn_parts(params, inputs):
+    """The embedding and recurrent layers of `_rnn_encoder`; their output width and its field."""
+    encoder = params.encoder
+    length, parts = inputs.length, []
+    features = inputs.features
+    if inputs.kind == "tokens":
+        features = params.embedding_dim or DEFAULT_EMBEDDING_DIM
+        weights = inputs.vocab_size * features
+        parts.append(
+            memory.Part("token_embedding", "model.embedding_dim", weights, length * features)
+        )
+    directions = 2 if encoder.bidirectional else 1
+    options = {"forget_gate": bool(encoder.forget_gate), "peephole": bool(encoder.peephole)}
+    for index in range(encoder.num_layers):
+        weights = memory.recurrent_cell(encoder.cell, features, encoder.units, **options)
+        kept = memory.recurrent_activations(encoder.cell, length, encoder.units)
+        name = f"bidirectional_{index}" if encoder.bidirectional else f"{encoder.cell}_{index}"
+        parts.append(
+            memory.Part(name, "model.encoder.units", directions * weights, directions * kept)
+        )
+        features = encoder.units * directions
+    return parts, features, "model.encoder.units"
+
+
+def _transformer_parts(params, inputs):
+    """The layers of `_transformer_encoder`; their output width and its field."""
+    encoder = params.encoder
+    d, field = encoder.embedding_dim, "model.encoder.embedding_dim"
+    length = inputs.length + (1 if encoder.pooling == "class_token" else 0)
+    if inputs.kind == "tokens":
+        parts = [memory.Part("token_embedding", field, inputs.vocab_size * d, length * d)]
+    else:
+        weights = memory.dense(inputs.features, d)
+        parts = [memory.Part("input_projection", field, weights, length * d)]
+    if encoder.pooling == "class_token":
+        parts.append(memory.Part("class_token", field, d, length * d))
+    if encoder.positions == "learned":
+        parts.append(memory.Part("position_embedding", field, length * d, length * d))
+    for index in range(encoder.num_layers):
+        name = f"encoder_block_{index}"
+        attention = memory.multi_head_attention(d) + 2 * memory.layer_norm(d)
+        parts += [
+            memory.Part(name, field, attention, memory.block_activations(length, d, 0)),
+            memory.Part(
+                name,
+                "model.encoder.ff_dim",
+                memory.feedforward(d, encoder.ff_dim),
+                2 * length * encoder.ff_dim,
+            ),
+            memory.Part(
+                name,
+                "model.encoder.num_heads",
+                0,
+                memory.attention_scores(encoder.num_heads, length, length),
+            ),
+        ]
+    if encoder.norm_first:
+        parts.append(memory.Part("encoder_layer_norm", field, memory.layer_norm(d), length * d))
+    return parts, d, field
 
 
 def _rnn_encoder(params, inputs, sequence):

@@ -54,8 +54,13 @@ class LongLagParams(TaskParams):
     type: Literal["long_lag"] = "long_lag"
     lag: Annotated[int, Field(ge=1, le=MAX_LENGTH, description="Input length p.")] = 50
     n: Count = 1000
-    num_distractors: Annotated[int, Field(ge=1, le=1000)] = 8
-    encoding: Literal["one_hot", "ids"] = "one_hot"
+    num_distractors: Annotated[
+        int, Field(ge=1, le=1000, description="Size of the distractor alphabet.")
+    ] = 8
+    encoding: Annotated[
+        Literal["one_hot", "ids"],
+        Field(description="Inputs as one-hot vectors, or as token ids for an embedding."),
+    ] = "one_hot"
     validation_split: Split = 0.2
     seed: Seed = 0
 
@@ -76,7 +81,7 @@ class AddingProblemParams(TaskParams):
     """Add the two marked values of a long sequence (1997, experiment 4)."""
 
     type: Literal["adding_problem"] = "adding_problem"
-    length: Annotated[int, Field(ge=2, le=MAX_LENGTH)] = 50
+    length: Annotated[int, Field(ge=2, le=MAX_LENGTH, description="Steps per sequence.")] = 50
     n: Count = 1000
     validation_split: Split = 0.2
     seed: Seed = 0
@@ -98,7 +103,7 @@ class SortNumbersParams(TaskParams):
     """Point at the input numbers in increasing order (Vinyals et al. 2015)."""
 
     type: Literal["sort_numbers"] = "sort_numbers"
-    length: Annotated[int, Field(ge=2, le=MAX_LENGTH)] = 5
+    length: Annotated[int, Field(ge=2, le=MAX_LENGTH, description="Numbers per sequence.")] = 5
     n: Count = 1000
     validation_split: Split = 0.2
     seed: Seed = 0
@@ -141,8 +146,10 @@ class ShapesParams(TaskParams):
 
     type: Literal["shapes"] = "shapes"
     n: Count = 1000
-    size: Annotated[int, Field(ge=8, le=1024)] = 16
-    noise: Annotated[float, Field(ge=0, lt=1)] = 0.1
+    size: Annotated[int, Field(ge=8, le=1024, description="Height and width in pixels.")] = 16
+    noise: Annotated[
+        float, Field(ge=0, lt=1, description="Standard deviation of the pixel noise.")
+    ] = 0.1
     validation_split: Split = 0.2
     seed: Seed = 0
 
@@ -224,8 +231,10 @@ MAX_SENTENCE_LENGTH = 200
 class _SymbolParams(TaskParams):
     length: Annotated[int, Field(ge=1, le=MAX_LENGTH, description="Longest source.")] = 8
     n: Count = 1000
-    vocab_size: Annotated[int, Field(ge=1, le=MAX_SYMBOLS)] = 10
-    min_length: Annotated[int, Field(ge=1, le=MAX_LENGTH)] = 1
+    vocab_size: Annotated[int, Field(ge=1, le=MAX_SYMBOLS, description="Number of symbols.")] = 10
+    min_length: Annotated[
+        int, Field(ge=1, le=MAX_LENGTH, description="Shortest source, at most `length`.")
+    ] = 1
     validation_split: Split = 0.2
     seed: Seed = 0
 
@@ -279,8 +288,22 @@ class ToyTranslationParams(TaskParams):
 
     type: Literal["toy_translation"] = "toy_translation"
     n: Count = 2000
-    min_len: Annotated[int, Field(ge=MIN_SENTENCE_LENGTH, le=MAX_SENTENCE_LENGTH)] = 5
-    max_len: Annotated[int, Field(ge=MIN_SENTENCE_LENGTH, le=MAX_SENTENCE_LENGTH)] = 20
+    min_len: Annotated[
+        int,
+        Field(
+            ge=MIN_SENTENCE_LENGTH,
+            le=MAX_SENTENCE_LENGTH,
+            description="Shortest English sentence in tokens (the final '.' counted).",
+        ),
+    ] = 5
+    max_len: Annotated[
+        int,
+        Field(
+            ge=MIN_SENTENCE_LENGTH,
+            le=MAX_SENTENCE_LENGTH,
+            description="Longest English sentence in tokens, at least `min_len`.",
+        ),
+    ] = 20
     validation_split: Split = 0.1
     seed: Seed = 0
 

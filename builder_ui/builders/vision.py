@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.sequence import Layers, Rate, Units
@@ -74,6 +75,33 @@ class VisionTransformer(ModelBuilder):
                 )
             ]
         return []
+
+    def estimate(self, params, task):
+        """The layers `build` makes, counted from the fields (see `memory.Part`)."""
+        image, d, ff = task.inputs, params.embedding_dim, params.ff_dim
+        field, size = "model.embedding_dim", params.patch_size
+        tokens = (image.height // size) * (image.width // size) + 1  # the patches, class token
+        patch = size * size * image.channels * d + d  # a Conv2D of P×P kernels, stride P
+        parts = [
+            memory.Part("patch_embedding", field, patch, tokens * d),
+            memory.Part("class_token", field, d, tokens * d),
+            memory.Part("position_embedding", field, tokens * d, tokens * d),
+        ]
+        block = memory.multi_head_attention(d) + 2 * memory.layer_norm(d)
+        for index in range(params.num_layers):
+            name = f"encoder_block_{index}"
+            scores = memory.attention_scores(params.num_heads, tokens, tokens)
+            parts += [
+                memory.Part(name, field, block, memory.block_activations(tokens, d, 0)),
+                memory.Part(name, "model.ff_dim", memory.feedforward(d, ff), 2 * tokens * ff),
+                memory.Part(name, "model.num_heads", 0, scores),
+            ]
+        classes = task.targets.num_classes
+        return [
+            *parts,
+            memory.Part("encoder_layer_norm", field, memory.layer_norm(d), tokens * d),
+            memory.Part("classifier", field, memory.dense(d, classes), classes),
+        ]
 
     def build(self, params, task):
         # Keras loads on first use, not on import (specs and the app start without it).

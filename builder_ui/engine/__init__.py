@@ -9,6 +9,8 @@
 - `slots`, `devices`: device slots of the queue; device, precision and
   distribution of a run.
 - `executors`: sweeps, run locally or on a Ray cluster.
+- `interrupts`: Ctrl-C noted as well as raised, so that training stops even when
+  Python drops the KeyboardInterrupt.
 
 `run`, `RunStore` and the artifact names are re-exported here, so
 `builder_ui.engine.run(spec, store=RunStore("runs"))` works.

@@ -140,6 +140,32 @@ def check_distribution(distribution: str | None, backend: str | None = None) -> 
         )
 
 
+def check_precision(mode: str | None, device: DeviceInfo) -> None:
+    """Raise a `DeviceError` naming `train.mixed_precision` if `device` cannot run it.
+
+    `mixed_float16` on JAX without a GPU: XLA's CPU `dot_general` has no
+    float16 × float16 → float32 form (`The precision 'F16_F16_F32' is not
+    supported by dot_general on CPU`), which the attention einsums of
+    `keras.layers.MultiHeadAttention` and keras_seq's Transformer blocks ask
+    for, so the run would fail after its first compiled step. Refused for
+    every model on that pairing (float16 brings no speed on a CPU anyway).
+    """
+    mode = resolve_precision(mode, device)
+    if mode == "mixed_float16" and device.backend == "jax" and not device.is_gpu:
+        raise DeviceError(
+            "train.mixed_precision",
+            "'mixed_float16' needs a GPU on the JAX backend (XLA's CPU dot_general has no "
+            "float16 form, so attention fails); use 'mixed_bfloat16', 'float32' or 'auto'",
+        )
+
+
+def check_setup(train: Any, backend: str | None = None) -> None:
+    """Check a spec's `train` section against this machine: distribution and precision."""
+    backend = backend or current_backend()
+    check_distribution(train.distribution, backend)
+    check_precision(train.mixed_precision, detect(backend))
+
+
 def mirrored_devices() -> list[str]:
     """Every local GPU, or every logical CPU when there is none (TensorFlow names)."""
     # Only the backend in use is imported.

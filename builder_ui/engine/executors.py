@@ -9,6 +9,10 @@
 Every trial is checked before the first run is created, so a sweep with one
 bad combination writes nothing and names the combination (`SpecError`).
 
+A local sweep stopped with Ctrl-C or killed leaves its trial in flight
+`interrupted` and the ones not started `queued`; `resume_sweep` (`keras-seq
+resume SWEEP_ID`) runs what is left, adding no trial.
+
 The `ray` executor makes each trial a Ray task that asks for one GPU when the
 cluster has GPUs, else one CPU. The task opens the same store directory
 (SQLite in WAL mode takes writers from several processes) and calls
@@ -33,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder_ui.builders import load_spec, prepare, sweeps
-from builder_ui.engine import devices, train
+from builder_ui.builders import load_spec, sweeps
+from builder_ui.engine import interrupts, train
 from builder_ui.engine.store import RunRecord, RunStore
 from builder_ui.specs import SpecError, shown
 
@@ -74,24 +78,9 @@ class SweepResult:
 def check_trial(spec: Any) -> None:
     """Everything `engine.run` checks before it writes, for one trial; raises `SpecError`.
 
-    The spec's fields, the model against the task (`registry.prepare`, which
-    makes the data), the distribution against the backend and TensorBoard's
-    presence.
+    The same checks as `train.preflight` (fields, data, device, memory budget).
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    try:
-        devices.check_distribution(spec.train.distribution, keras.backend.backend())
-    except devices.DeviceError as error:
-        raise SpecError(error.message, path=error.field) from None
-    if spec.train.tensorboard and importlib.util.find_spec("tensorboard") is None:
-        raise SpecError(
-            "true needs the `tensorboard` package, which is not installed "
-            "(pip install tensorboard), or set it to false",
-            path="train.tensorboard",
-        )
-    prepare(spec)
+    train.preflight(spec)
 
 
 def plan_sweep(spec: Any) -> list[Any]:
@@ -213,15 +202,41 @@ def run_sweep(
 def _run_local(store, run_ids, callbacks, cancel) -> list[RunRecord]:
 
     records = []
-    try:
+    with interrupts.remembered():
         for run_id in run_ids:
             if cancel is not None and cancel.is_set():
                 break
+            # On Ctrl-C (or a kill) the trials not started stay `queued`, and the one
+            # training `interrupted`: `resume_sweep` (`keras-seq resume SWEEP`) runs them.
+            interrupts.raise_if_pressed()
             records.append(train.run(None, store=store, run_id=run_id, callbacks=callbacks))
-    finally:
-        # Trials that never started (cancelled, or interrupted by Ctrl-C) do not stay queued.
-        _cancel_queued(store, run_ids[len(records) :])
+    # Trials that never started because the sweep was cancelled do not stay queued.
+    _cancel_queued(store, run_ids[len(records) :])
     return [store.get(run_id) for run_id in run_ids]
+
+
+def resume_sweep(store: RunStore, sweep_id: str, *, callbacks: Sequence[Any] = ()) -> SweepResult:
+    """Run what is left of a stopped sweep, one trial after another, in this process.
+
+    Its `interrupted` trials continue from their last finished epoch, its
+    `queued` ones (never started: the sweep was killed or stopped with
+    Ctrl-C) train; finished trials are left as they are and no trial is
+    added, so the sweep is not duplicated.
+
+    Returns:
+        A `SweepResult` with every trial of the sweep, in the order created.
+
+    Raises:
+        ValueError: No such sweep, a trial still running, or nothing left to run.
+    """
+    left = store.remaining_trials(sweep_id)
+    with interrupts.remembered():
+        for record in left:
+            interrupts.raise_if_pressed()
+            resume = record.status == "interrupted"
+            train.run(None, store=store, run_id=record.id, resume=resume, callbacks=callbacks)
+    records = store.list_runs(sweep_id=sweep_id, history=True)
+    return SweepResult(sweep_id, tuple(records))
 
 
 def _cancel_queued(store: RunStore, run_ids: Sequence[str]) -> None:
@@ -342,5 +357,6 @@ __all__ = [
     "SweepResult",
     "check_trial",
     "plan_sweep",
+    "resume_sweep",
     "run_sweep",
 ]

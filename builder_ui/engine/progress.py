@@ -31,8 +31,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from builder_ui.engine.store import FINAL_STATUSES
-
 # Seconds between two redraws of the terminal bar.
 REDRAW_INTERVAL_S = 0.1
 
@@ -205,6 +203,9 @@ class Progress:
         device, precision, params: From the run record once the model is built.
         status: `queued`, `running`, then the run's final status.
         updated: `time.time()` of the last report.
+        rate: Training batches per second, measured by the board from the batches
+            reported since the first one it saw (so the first batch's compile time is
+            not counted); None until two reports are apart.
     """
 
     run_id: str
@@ -219,16 +220,42 @@ class Progress:
     params: int | None = None
     status: str = WAITING
     updated: float = 0.0
+    rate: float | None = None
+    # Where the rate is measured from: `time.time()` and `batches_done` of the first report.
+    _since: float | None = field(default=None, repr=False)
+    _since_batches: int = field(default=0, repr=False)
+
+    @property
+    def batches_done(self) -> int:
+        """Training batches done in all epochs so far (a resumed run counts its kept epochs)."""
+        return (max(self.epoch, 1) - 1) * self.steps + min(self.step, self.steps)
 
     @property
     def fraction(self) -> float:
-        """The share of all training batches done, in [0, 1]."""
-        if self.status in FINAL_STATUSES:
+        """The share of all training batches done, in [0, 1].
+
+        1 only for a run that is `done`: a cancelled, failed or interrupted run shows
+        the share it trained, so that "2/4 epochs" never reads as 100%.
+        """
+        if self.status == "done":
             return 1.0
         if not self.epochs or not self.steps:
             return 0.0
-        done = (max(self.epoch, 1) - 1) + min(self.step, self.steps) / self.steps
-        return max(0.0, min(1.0, done / self.epochs))
+        return max(0.0, min(1.0, self.batches_done / (self.epochs * self.steps)))
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the measured rate (validation included, as it was measured)."""
+        if self.status != TRAINING or not self.rate or not self.epochs or not self.steps:
+            return None
+        return max(0, self.epochs * self.steps - self.batches_done) / self.rate
+
+    def measure(self, now: float) -> None:
+        """Update `rate` from the batches done since the first report (called per report)."""
+        if self._since is None:
+            self._since, self._since_batches = now, self.batches_done
+        elif now > self._since and self.batches_done > self._since_batches:
+            self.rate = (self.batches_done - self._since_batches) / (now - self._since)
 
 
 def _floats(logs: Mapping[str, Any]) -> dict[str, float]:
@@ -249,11 +276,20 @@ class ProgressBoard:
     steps, device, precision, params, history}, `epoch_begin` {epoch,
     epochs}, `batch_end` {step, steps, logs}, `epoch_end` {epoch, logs} and
     `run_end` {status}.
+
+    `version` counts the messages recorded: a view that remembers it knows,
+    without reading anything else, whether any run moved since it last looked.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, Progress] = {}
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """How many messages the board has recorded (it only grows)."""
+        return self._version
 
     def callback(self, run_id: str) -> ProgressCallback:
         """A `ProgressCallback` (for a run trained in this process) that reports here."""
@@ -270,6 +306,7 @@ class ProgressBoard:
                 progress.params = payload["params"]
                 progress.history = [dict(logs) for logs in payload["history"]]
                 progress.status = TRAINING
+                progress.rate, progress._since = None, None  # measured afresh (a resume)
             elif kind == "epoch_begin":
                 progress.epoch, progress.epochs, progress.step = (
                     payload["epoch"],
@@ -279,12 +316,14 @@ class ProgressBoard:
             elif kind == "batch_end":
                 progress.step, progress.steps = payload["step"], payload["steps"]
                 progress.logs = dict(payload["logs"])
+                progress.measure(time.time())
             elif kind == "epoch_end":
                 progress.epoch, progress.step = payload["epoch"], progress.steps
                 progress.history.append(dict(payload["logs"]))
             elif kind in ("run_end", "status"):
                 progress.status = payload["status"]
             progress.updated = time.time()
+            self._version += 1
 
     def get(self, run_id: str) -> Progress | None:
         """A copy of the run's progress, or None if it never reported."""

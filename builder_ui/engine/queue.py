@@ -31,6 +31,12 @@ Cancelling a waiting run takes it out of the queue and records it as
 `cancelled` at once; cancelling a training run sets its event, which the
 engine checks after every batch, so it ends `cancelled` cleanly.
 
+Closing the queue (the app stopping: Ctrl+C, SIGTERM) is not cancelling: a
+training run is interrupted after its batch and ends `interrupted`, with its
+finished epochs and checkpoint, so that it can be resumed from the app or with
+`keras-seq resume`; a waiting resume stays `interrupted`. If the app is killed
+outright, the training process sees its stdin close and does the same.
+
 The queue marks the runs it creates with its process id (the `pid` and `host`
 of a `queued` run), so that a later app finds runs whose app stopped before
 they started and records them as `cancelled` (`recover_orphans`) rather than
@@ -54,6 +60,7 @@ from typing import Any
 from builder_ui.engine.progress import TRAINING, WAITING, ProgressBoard
 from builder_ui.engine.slots import detect_slots, slot_environment
 from builder_ui.engine.store import (
+    RunRecord,
     RunStore,
     StatusError,
     process_alive,
@@ -72,6 +79,7 @@ class Job:
         run_id, name, sweep_id: As in the store.
         resume: Continue an `interrupted` run from its last finished epoch.
         cancel: Set to stop the run (see `JobQueue.cancel`).
+        interrupt: Set when the queue closes: the run stops, resumable.
         state: `queued`, `running`, then the run's final status.
         slot: The device slot it trains on, once started.
         submitted, started, finished: `time.time()` stamps.
@@ -83,6 +91,7 @@ class Job:
     sweep_id: str | None
     resume: bool = False
     cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    interrupt: threading.Event = field(default_factory=threading.Event, repr=False)
     state: str = WAITING
     slot: str | None = None
     submitted: float = field(default_factory=time.time)
@@ -201,7 +210,8 @@ class JobQueue:
         """Queue an `interrupted` run to continue from its last finished epoch.
 
         Raises:
-            ValueError: The run is not `interrupted` (naming its status).
+            ValueError: The run is not `interrupted` (naming its status), or
+                it is in the queue already.
         """
         if self._closed:
             raise RuntimeError("The training queue is closed; restart the app to train.")
@@ -210,18 +220,58 @@ class JobQueue:
             raise ValueError(
                 f"Run {run_id} is {record.status!r}; only an interrupted run can be resumed."
             )
+        if not self._requeue([record]):
+            raise ValueError(f"Run {run_id} is already in the queue.")
+
+    def resume_sweep(self, sweep_id: str, trials: Sequence[RunRecord] | None = None) -> list[str]:
+        """Queue what is left of a stopped sweep (`RunStore.remaining_trials`).
+
+        Its `interrupted` trials continue from their last epoch and its
+        `queued` ones, which no process was left to train (a killed
+        `keras-seq sweep`, a stopped app), train; no trial is added. Trials
+        already in this queue are left where they are.
+
+        Args:
+            sweep_id: The sweep.
+            trials: What `RunStore.remaining_trials(sweep_id)` returned to a caller
+                that checked them first (the app checks their data paths), so the
+                trials queued are the trials checked; default None: read them here.
+
+        Returns:
+            The ids of the trials queued now.
+
+        Raises:
+            ValueError: No such sweep, a trial still running, or nothing left.
+        """
+        if self._closed:
+            raise RuntimeError("The training queue is closed; restart the app to train.")
+        if trials is None:
+            trials = self.store.remaining_trials(sweep_id)
+        queued = self._requeue(trials)
+        if not queued:
+            raise ValueError(f"What is left of sweep {sweep_id!r} is in the queue already.")
+        return queued
+
+    def _requeue(self, records: Sequence[RunRecord]) -> list[str]:
+        """Queue existing runs (interrupted ones to resume); skip those queued already."""
         slots = self.slots
+        queued = []
         with self._condition:
-            active = self._jobs.get(run_id)
-            if active is not None and active.state in (WAITING, TRAINING):
-                raise ValueError(f"Run {run_id} is already in the queue.")
-            job = Job(run_id, record.name, record.sweep_id, resume=True)
-            self._jobs.pop(run_id, None)
-            self._jobs[run_id] = job
-            self._pending.append(job)
-            self.board.apply(run_id, "status", {"status": WAITING})
-            self._start_workers(slots)
-            self._condition.notify_all()
+            for record in records:
+                active = self._jobs.get(record.id)
+                if active is not None and active.state in (WAITING, TRAINING):
+                    continue
+                resume = record.status == "interrupted"
+                job = Job(record.id, record.name, record.sweep_id, resume=resume)
+                self._jobs.pop(record.id, None)
+                self._jobs[record.id] = job
+                self._pending.append(job)
+                self.board.apply(record.id, "status", {"status": WAITING})
+                queued.append(record.id)
+            if queued:
+                self._start_workers(slots)
+                self._condition.notify_all()
+        return queued
 
     def _start_workers(self, slots: list[str]) -> None:
         if self._workers:
@@ -263,6 +313,7 @@ class JobQueue:
                     run_id=job.run_id,
                     callbacks=[self.board.callback(job.run_id)],
                     cancel=job.cancel,
+                    interrupt=job.interrupt,
                     resume=job.resume,
                 )
                 state, error = record.status, record.error
@@ -284,6 +335,7 @@ class JobQueue:
             job.cancel,
             lambda kind, payload: self.board.apply(job.run_id, kind, payload),
             resume=job.resume,
+            interrupt=job.interrupt,
         )
         if state != "lost":
             return state, error
@@ -371,15 +423,32 @@ class JobQueue:
                 self._condition.wait(remaining if remaining is not None else 1.0)
         return True
 
+    def interrupt_training(self) -> None:
+        """Stop the runs training now after their batch, resumable (`interrupted`); no wait.
+
+        The app calls it first thing on SIGTERM or Ctrl+C, then `close`.
+        """
+        # No lock: a signal handler calls it, maybe while this thread holds the lock.
+        for job in list(self._jobs.values()):
+            if job.state == TRAINING:
+                job.interrupt.set()
+
     def close(self, timeout: float = 30.0) -> None:
-        """Cancel what waits, stop what trains, end the training processes (within `timeout`)."""
+        """Cancel what waits, interrupt what trains, end the training processes (in `timeout`).
+
+        A training run ends `interrupted` with its checkpoint (resumable), and a
+        waiting resume stays `interrupted`: stopping the app loses no training.
+        """
         with self._condition:
             self._closed = True
             pending, self._pending = list(self._pending), deque()
             for job in self._jobs.values():
-                job.cancel.set()
+                job.interrupt.set()
             self._condition.notify_all()
         for job in pending:
+            if job.resume:  # it keeps its epochs and checkpoint, to be resumed later
+                job.state = "interrupted"
+                continue
             job.state = "cancelled"
             with contextlib.suppress(Exception):
                 self.store.finish(

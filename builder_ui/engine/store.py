@@ -93,7 +93,10 @@ CREATE TABLE IF NOT EXISTS runs (
     error TEXT,
     pid INTEGER,
     host TEXT,
-    pid_started TEXT
+    pid_started TEXT,
+    note TEXT NOT NULL DEFAULT '',
+    starred INTEGER NOT NULL DEFAULT 0,
+    archived INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
 CREATE INDEX IF NOT EXISTS runs_sweep ON runs (sweep_id);
@@ -105,7 +108,31 @@ CREATE TABLE IF NOT EXISTS epochs (
     seconds REAL,
     PRIMARY KEY (run_id, epoch)
 );
+CREATE TABLE IF NOT EXISTS tags (
+    run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    tag TEXT NOT NULL,
+    PRIMARY KEY (run_id, tag)
+);
+CREATE INDEX IF NOT EXISTS tags_tag ON tags (tag);
 """
+
+# Columns added to `runs` after the first release, with their definitions: a database made
+# by an older keras_seq gets them on open (`ALTER TABLE ... ADD COLUMN`, see `_migrate`).
+# They have defaults, so an older keras_seq still reads and writes such a database and the
+# schema version stays 1; the `tags` table is made by `CREATE TABLE IF NOT EXISTS`.
+_ADDED_COLUMNS = {
+    "note": "TEXT NOT NULL DEFAULT ''",
+    "starred": "INTEGER NOT NULL DEFAULT 0",
+    "archived": "INTEGER NOT NULL DEFAULT 0",
+}
+
+# Bounds on what a person types about a run (`RunStore.rename`, `add_tags`, `set_note`).
+MAX_NAME_LENGTH = 200
+MAX_TAG_LENGTH = 40
+MAX_TAGS_PER_RUN = 50
+MAX_NOTE_LENGTH = 10_000
+# A tag is one word: it is typed on a command line and filtered by exact match.
+TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+/-]*$")
 
 # Columns `RunStore.update` may set, and whether they hold JSON.
 _UPDATABLE = {
@@ -174,6 +201,10 @@ class RunRecord:
         artifacts: Artifact name -> path relative to the store directory.
         error: The error message of a failed or interrupted run.
         pid, host: The process that runs (or ran) it.
+        tags: The run's tags, sorted (`RunStore.add_tags`).
+        note: Free text a person wrote about the run (`RunStore.set_note`).
+        starred, archived: Marks a person set; archived runs are hidden from the
+            app's table unless asked for (`RunStore.set_starred`, `set_archived`).
     """
 
     id: str
@@ -196,6 +227,10 @@ class RunRecord:
     error: str | None = None
     pid: int | None = None
     host: str | None = None
+    tags: tuple[str, ...] = ()
+    note: str = ""
+    starred: bool = False
+    archived: bool = False
 
     @property
     def finished_ok(self) -> bool:
@@ -450,6 +485,7 @@ class RunStore:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            _migrate(conn)
             row = conn.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
@@ -555,7 +591,22 @@ class RunStore:
         row = self._connect().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
-        return self._record(row, self.history(run_id) if history else ())
+        return self._record(
+            row, self.history(run_id) if history else (), self._tags([run_id]).get(run_id, ())
+        )
+
+    def _tags(self, run_ids: list[str] | None = None) -> dict[str, tuple[str, ...]]:
+        """Run id -> its tags, sorted, for `run_ids` (None: every run), in one query."""
+        query, params = "SELECT run_id, tag FROM tags", []
+        if run_ids is not None:
+            if not run_ids:
+                return {}
+            query += f" WHERE run_id IN ({', '.join('?' * len(run_ids))})"
+            params = list(run_ids)
+        tags: dict[str, list[str]] = {}
+        for run_id, tag in self._connect().execute(query + " ORDER BY tag", params):
+            tags.setdefault(run_id, []).append(tag)
+        return {run_id: tuple(values) for run_id, values in tags.items()}
 
     def exists(self, run_id: str) -> bool:
         row = self._connect().execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -581,6 +632,8 @@ class RunStore:
         ids: Iterable[str] | None = None,
         history: bool = False,
         limit: int | None = None,
+        tag: str | None = None,
+        archived: bool | None = None,
     ) -> list[RunRecord]:
         """Runs matching every filter given, oldest first.
 
@@ -591,6 +644,8 @@ class RunStore:
             ids: Only these run ids (in this order if given).
             history: Also load each run's epochs (slower for many runs).
             limit: At most this many (the newest ones).
+            tag: Runs with this tag.
+            archived: True for archived runs only, False for the others, None for all.
         """
         clauses, params = [], []
         if status is not None:
@@ -612,6 +667,12 @@ class RunStore:
                 return []
             clauses.append(f"id IN ({', '.join('?' * len(id_list))})")
             params += id_list
+        if tag is not None:
+            clauses.append("id IN (SELECT run_id FROM tags WHERE tag = ?)")
+            params.append(tag)
+        if archived is not None:
+            clauses.append("archived = ?")
+            params.append(int(bool(archived)))
         query = "SELECT * FROM runs"
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
@@ -619,13 +680,19 @@ class RunStore:
         rows = self._connect().execute(query, params).fetchall()
         if limit is not None:
             rows = rows[-limit:] if limit > 0 else []
-        records = [self._record(row, self.history(row["id"]) if history else ()) for row in rows]
+        tags = self._tags(id_list)
+        records = [
+            self._record(row, self.history(row["id"]) if history else (), tags.get(row["id"], ()))
+            for row in rows
+        ]
         if id_list is not None:
             order = {run_id: i for i, run_id in enumerate(id_list)}
             records.sort(key=lambda record: order[record.id])
         return records
 
-    def _record(self, row: sqlite3.Row, history: tuple[EpochRecord, ...]) -> RunRecord:
+    def _record(
+        self, row: sqlite3.Row, history: tuple[EpochRecord, ...], tags: tuple[str, ...] = ()
+    ) -> RunRecord:
         return RunRecord(
             id=row["id"],
             name=row["name"],
@@ -647,6 +714,10 @@ class RunStore:
             error=row["error"],
             pid=row["pid"],
             host=row["host"],
+            tags=tags,
+            note=row["note"],
+            starred=bool(row["starred"]),
+            archived=bool(row["archived"]),
         )
 
     # -- changes -------------------------------------------------------------
@@ -770,6 +841,75 @@ class RunStore:
         self.set_status(run_id, status, error=error, **fields)
         return self.get(run_id)
 
+    # -- annotations: what a person says about a run --------------------------
+
+    def rename(self, run_id: str, name: str) -> None:
+        """Give a run another name (1 to `MAX_NAME_LENGTH` characters on one line, stripped)."""
+        self.update(run_id, name=check_name(name))
+
+    def add_tags(self, run_id: str, tags: Iterable[str]) -> tuple[str, ...]:
+        """Tag a run (a tag it has already is kept once); returns its tags, sorted.
+
+        Raises:
+            ValueError: A tag that is not one word (`check_tag`), or more than
+                `MAX_TAGS_PER_RUN` tags on the run; then no tag is added.
+        """
+        new = [check_tag(tag) for tag in ([tags] if isinstance(tags, str) else tags)]
+        with self._write() as conn:
+            self._require(conn, run_id)
+            have = {
+                row[0] for row in conn.execute("SELECT tag FROM tags WHERE run_id = ?", (run_id,))
+            }
+            total = have | set(new)
+            if len(total) > MAX_TAGS_PER_RUN:
+                raise ValueError(
+                    f"Received an invalid value for argument `tags`, expected at most "
+                    f"{MAX_TAGS_PER_RUN} tags on run {run_id!r}, got {len(total)}."
+                )
+            conn.executemany(
+                "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?, ?)",
+                [(run_id, tag) for tag in new],
+            )
+        return tuple(sorted(total))
+
+    def remove_tags(self, run_id: str, tags: Iterable[str]) -> tuple[str, ...]:
+        """Take tags off a run (one it lacks is no error); returns the tags left, sorted."""
+        gone = [tags] if isinstance(tags, str) else list(tags)
+        with self._write() as conn:
+            self._require(conn, run_id)
+            conn.executemany(
+                "DELETE FROM tags WHERE run_id = ? AND tag = ?", [(run_id, tag) for tag in gone]
+            )
+            rows = conn.execute("SELECT tag FROM tags WHERE run_id = ? ORDER BY tag", (run_id,))
+            return tuple(row[0] for row in rows)
+
+    def set_note(self, run_id: str, note: str) -> None:
+        """Replace the run's note (`""` clears it); at most `MAX_NOTE_LENGTH` characters."""
+        self._set_mark(run_id, "note", check_note(note))
+
+    def set_starred(self, run_id: str, starred: bool = True) -> None:
+        """Star a run (or with `starred=False` unstar it)."""
+        self._set_mark(run_id, "starred", int(bool(starred)))
+
+    def set_archived(self, run_id: str, archived: bool = True) -> None:
+        """Archive a run, hiding it from the app's table by default (`archived=False` restores)."""
+        self._set_mark(run_id, "archived", int(bool(archived)))
+
+    def all_tags(self) -> list[str]:
+        """Every tag some run has, sorted (for a tag filter's menu)."""
+        rows = self._connect().execute("SELECT DISTINCT tag FROM tags ORDER BY tag")
+        return [row[0] for row in rows]
+
+    def _set_mark(self, run_id: str, column: str, value: Any) -> None:
+        with self._write() as conn:
+            cursor = conn.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, run_id))
+            if cursor.rowcount == 0:
+                raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
+
+    def _require(self, conn: sqlite3.Connection, run_id: str) -> None:
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
+
     # -- artifacts -----------------------------------------------------------
 
     def artifact_dir(self, run_id: str) -> Path:
@@ -843,18 +983,47 @@ class RunStore:
 
     # -- removal and recovery ------------------------------------------------
 
-    def delete(self, run_id: str) -> None:
-        """Remove a run, its epochs and its artifact directory. A running run is refused."""
+    def delete(self, run_id: str, *, allow_queued: bool = True) -> None:
+        """Remove a run, its epochs, its tags and its artifact directory.
+
+        A running run is refused (cancel it first); so is a queued one when
+        `allow_queued` is False, as the app and the CLI ask, since a training
+        process is about to pick it up. Only `<directory>/<run_id>` is removed (the
+        id cannot name another path, `check_run_id`); a symbolic link there is
+        unlinked, never followed. That folder is first renamed aside, so a failure
+        to delete the rows puts it back and leaves the run whole.
+
+        Raises:
+            RunNotFoundError: No such run.
+            StatusError: The run is running (or queued, when refused).
+        """
         record = self.get(run_id, history=False)
         if record.status == "running" and self._owner_alive(record):
             raise StatusError(
                 f"Run {run_id!r} is running (pid {record.pid}); cancel it before deleting it."
             )
-        with self._write() as conn:
-            conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        if record.status == "queued" and not allow_queued:
+            raise StatusError(
+                f"Run {run_id!r} is queued (a training process is about to start it); "
+                "cancel it before deleting it."
+            )
         directory = self.artifact_dir(run_id)
-        if directory.exists():
-            shutil.rmtree(directory)
+        aside = None
+        if directory.is_symlink() or directory.exists():
+            aside = directory.with_name(f".deleting-{run_id}-{secrets.token_hex(4)}")
+            os.replace(directory, aside)  # renames a symbolic link itself, not its target
+        try:
+            with self._write() as conn:
+                for table, key in (("tags", "run_id"), ("epochs", "run_id"), ("runs", "id")):
+                    conn.execute(f"DELETE FROM {table} WHERE {key} = ?", (run_id,))
+        except BaseException:
+            if aside is not None:
+                os.replace(aside, directory)
+            raise
+        if aside is not None and (aside.is_symlink() or not aside.is_dir()):
+            aside.unlink()
+        elif aside is not None:
+            shutil.rmtree(aside)
 
     def _owner_alive(self, record: RunRecord) -> bool:
         """Whether the process running `record` is alive; True when it cannot be told."""
@@ -885,6 +1054,103 @@ class RunStore:
                 )
                 recovered.append(record.id)
         return recovered
+
+    def remaining_trials(self, sweep_id: str) -> list[RunRecord]:
+        """The trials of a stopped sweep still to train: `interrupted` and `queued`, in order.
+
+        A sweep is stopped when none of its trials is `running` (after
+        `recover_interrupted`, so a trial whose process died counts as
+        `interrupted`); its `queued` trials then have no process to train them.
+
+        Raises:
+            ValueError: No such sweep, a trial still running, or nothing left.
+        """
+        self.recover_interrupted()
+        records = self.list_runs(sweep_id=sweep_id)
+        if not records:
+            raise ValueError(f"No run or sweep with id {sweep_id!r} in {str(self.directory)!r}.")
+        running = [record for record in records if record.status == "running"]
+        if running:
+            raise ValueError(
+                f"Sweep {sweep_id!r} is still running (trial {running[0].id}, pid "
+                f"{running[0].pid}); stop it before resuming it."
+            )
+        left = [record for record in records if record.status in ("interrupted", "queued")]
+        if not left:
+            statuses = ", ".join(f"{record.id} {record.status}" for record in records)
+            raise ValueError(f"Sweep {sweep_id!r} has nothing left to resume ({statuses}).")
+        return left
+
+    def run_counts(self) -> tuple[int, int]:
+        """`(runs, runs neither queued nor running)`, in one query, loading no run.
+
+        A cheap sign that the store changed (a run added, ended or deleted), for a view
+        that looks often; `list_runs` would read and parse every run to tell.
+        """
+        total, ended = (
+            self._connect()
+            .execute(
+                "SELECT COUNT(*), COALESCE(SUM(status NOT IN ('queued', 'running')), 0) FROM runs"
+            )
+            .fetchone()
+        )
+        return int(total), int(ended)
+
+    def epoch_counts(self) -> dict[str, int]:
+        """Run id -> number of epochs recorded, for every run with at least one, in one query.
+
+        What a run actually trained (early stopping, a failure, a resume), read without
+        loading every epoch's metrics; compare with the spec's planned `train.epochs`.
+        """
+        rows = self._connect().execute("SELECT run_id, COUNT(*) FROM epochs GROUP BY run_id")
+        return {run_id: count for run_id, count in rows}
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the columns an older keras_seq's `runs` table lacks (`_ADDED_COLUMNS`); keeps rows."""
+    present = {row["name"] for row in conn.execute("PRAGMA table_info(runs)")}
+    for column, definition in _ADDED_COLUMNS.items():
+        if column not in present:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {definition}")
+
+
+def check_name(name: object) -> str:
+    """Returns `name` stripped if it is a run name: 1 to `MAX_NAME_LENGTH` characters, one line."""
+    text = name.strip() if isinstance(name, str) else ""
+    if not text or len(text) > MAX_NAME_LENGTH or any(c in text for c in "\r\n\0"):
+        raise ValueError(
+            f"Received an invalid value for argument `name`, expected 1 to {MAX_NAME_LENGTH} "
+            f"characters on one line, got {_shown(name)}."
+        )
+    return text
+
+
+def check_tag(tag: object) -> str:
+    """Returns `tag` if it is a tag: 1 to `MAX_TAG_LENGTH` letters, digits or `_ . : + / -`."""
+    if not isinstance(tag, str) or len(tag) > MAX_TAG_LENGTH or not TAG_PATTERN.match(tag):
+        raise ValueError(
+            f"Received an invalid value for argument `tag`, expected 1 to {MAX_TAG_LENGTH} "
+            f"letters, digits, '_', '.', ':', '+', '/' or '-' (starting with a letter or "
+            f"digit), got {_shown(tag)}."
+        )
+    return tag
+
+
+def check_note(note: object) -> str:
+    """Returns `note` if it is a note: text of at most `MAX_NOTE_LENGTH` characters, no NUL."""
+    if not isinstance(note, str) or len(note) > MAX_NOTE_LENGTH or "\0" in note:
+        length = f" of {len(note):,} characters" if isinstance(note, str) else ""
+        raise ValueError(
+            f"Received an invalid value for argument `note`, expected text of at most "
+            f"{MAX_NOTE_LENGTH:,} characters with no NUL character, got {_shown(note)}{length}."
+        )
+    return note
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """`repr(value)`, cut to `limit` characters so a long refused value stays one short line."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"
 
 
 def _check_status(status: object) -> str:

@@ -13,9 +13,16 @@ exact match for seq2seq, pointer accuracy for pointer networks).
 `model.fit` runs with these callbacks, in this order:
 
 1. `keras.callbacks.BackupAndRestore` into `<run>/backup/`: the weights,
-   optimiser state and epoch after every epoch, so that `run(..., run_id=ID,
-   resume=True)` on an `interrupted` run (a killed process) continues from the
-   last finished epoch and keeps the epochs already recorded;
+   optimiser state and epoch after every finished epoch, so that `run(...,
+   run_id=ID, resume=True)` on an `interrupted` run (a killed or stopped
+   process) continues from the last finished epoch and keeps the epochs
+   already recorded. The checkpoint is kept until the final model and record
+   are written (a kill while saving the model resumes without training
+   again). On resume it is checked against the run's recorded epochs; one that
+   does not fit (unreadable, or an epoch the store never recorded) is reported
+   in `<run>/checkpoint.log` and in the log, the previous checkpoint is tried,
+   and if none fits the backup is moved aside (`backup.bad-*`, never deleted)
+   and training restarts at epoch 1;
 2. a recorder that writes each finished epoch to the store (after its
    checkpoint, so that every recorded epoch can be resumed from);
 3. `keras.callbacks.TerminateOnNaN` (a subclass that notes the batch): a
@@ -27,8 +34,10 @@ exact match for seq2seq, pointer accuracy for pointer networks).
    `train.tensorboard` is true;
 6. the progress callbacks given (`builder_ui.engine.progress.ProgressCallback`), then
    any Keras callbacks given;
-7. when `cancel` is given, a check that stops training after the current
-   batch once it is set (last, so that a callback of this batch can set it).
+7. when `cancel` or `interrupt` is given, a check that stops training after
+   the current batch once one is set (last, so that a callback of this batch
+   can set it): `cancel` ends the run `cancelled`, `interrupt` (the app
+   stopping) ends it `interrupted` with its checkpoint, resumable.
 
 Runs in one process take turns (a lock): the dtype policy and the random
 seeds are global to the process. Run trials in parallel in separate processes
@@ -38,8 +47,11 @@ seeds are global to the process. Run trials in parallel in separate processes
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import math
+import os
+import secrets
 import shutil
 import threading
 import time
@@ -48,8 +60,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from builder_ui.builders import load_spec, prepare
-from builder_ui.engine import devices
+from builder_ui.builders import load_spec, memory, prepare
+from builder_ui.engine import devices, interrupts
 from builder_ui.engine.progress import ProgressCallback
 from builder_ui.engine.store import RunRecord, RunStore
 from builder_ui.specs import SpecError
@@ -58,6 +70,10 @@ MODEL_FILE = "model.keras"
 BACKUP_DIR = "backup"
 TENSORBOARD_DIR = "tensorboard"
 TRACEBACK_FILE = "traceback.txt"
+CHECKPOINT_LOG = "checkpoint.log"
+# The task's vocabularies and input/target specs (`save_vocabularies`), so that a finished
+# run can read and write text without its data file (Inspect, the translator's SavedModel).
+VOCABULARIES_FILE = "vocabularies.json"
 
 _logger = logging.getLogger(__name__)
 
@@ -95,13 +111,15 @@ def _make_callbacks_classes():
         every step on the training thread (no asynchronous dispatch).
         """
 
-        def __init__(self, store, run_id, cancel, nan_stop):
+        def __init__(self, store, run_id, cancel, nan_stop, interrupt=None):
             super().__init__()
             self.store = store
             self.run_id = run_id
             self.cancel = cancel
+            self.interrupt = interrupt
             self.nan_stop = nan_stop
             self.cancelled = False
+            self.interrupted = False
             self.epochs_trained = 0
             self.epoch = 0
             self.epoch_start = 0.0
@@ -115,8 +133,13 @@ def _make_callbacks_classes():
             self.epoch = epoch + 1
             self.epoch_start = time.perf_counter()
 
+        @property
+        def cut_short(self) -> bool:
+            """Whether training was stopped mid-epoch (cancelled or interrupted)."""
+            return self.cancelled or self.interrupted
+
         def on_epoch_end(self, epoch, logs=None):
-            if self.cancelled:
+            if self.cut_short:
                 return  # a cut-short epoch is not a finished one
             logs = dict(logs or {})
             if self.nan_stop.diverged_at is None and not _is_finite(logs.get("loss", 0.0)):
@@ -190,25 +213,57 @@ def _make_callbacks_classes():
                 callback.on_epoch_end(epoch + 1, logs)
 
     class CancelCheck(keras.callbacks.Callback):
-        """Last in the list: stops `fit` after this batch once the recorder's event is set."""
+        """Last in the list: stops `fit` after this batch once a cancel or interrupt is set.
+
+        It also raises `KeyboardInterrupt` once Ctrl-C was pressed under
+        `interrupts.remembered()`, in case the first one was lost.
+        """
 
         def __init__(self, recorder):
             super().__init__()
             self.recorder = recorder
 
         def on_train_batch_end(self, batch, logs=None):
-            if self.recorder.cancel.is_set():
-                self.recorder.cancelled = True
+            recorder = self.recorder
+            interrupts.raise_if_pressed()  # a Ctrl-C whose KeyboardInterrupt was lost
+            if recorder.cancel is not None and recorder.cancel.is_set():
+                recorder.cancelled = True
+            elif recorder.interrupt is not None and recorder.interrupt.is_set():
+                recorder.interrupted = True
+            if recorder.cut_short:
                 self.model.stop_training = True
 
     class Backup(keras.callbacks.BackupAndRestore):
-        """`BackupAndRestore` that survives a kill during the very first checkpoint.
+        """`BackupAndRestore` that checks a checkpoint before resuming from it.
 
-        Keras falls back to the previous checkpoint (`.bkp`) when the latest is
-        corrupt, but there is none before the first epoch's checkpoint is
-        complete. Then nothing was saved yet, so training restarts at epoch 1
-        (its recorded rows are replaced as the epochs run again).
+        Keras trusts whatever `backup/` holds: garbage weights restart training
+        silently, a metadata `epoch` past the end skips training (the run would
+        be `done` unfinished), garbage metadata fails the run. Here each
+        checkpoint (the latest, then the previous, `.bkp`) is used only if its
+        metadata is an epoch from 1 to the epochs the store recorded (the
+        checkpoint of epoch N is written before the store records N) and its
+        weights load; the model's state is put back after a failed load. When
+        neither fits, the backup is moved aside (`backup.bad-*`) and training
+        restarts at epoch 1. Each problem is told through `note`.
+
+        The checkpoint is kept when `fit` ends (`delete_checkpoint=False`): the
+        engine removes it once the final model and record are written. The
+        checkpoint of an epoch cut short (cancel, interrupt) is not written.
+
+        Args:
+            backup_dir: `<run>/backup/`.
+            recorded: The epochs the store holds for the run (1 to N, in order).
+            epochs: The spec's `train.epochs`.
+            cut_short: Returns True once training was stopped mid-epoch.
+            note: Called with a sentence for each problem found.
         """
+
+        def __init__(self, backup_dir, *, recorded, epochs, cut_short, note):
+            super().__init__(backup_dir=backup_dir, double_checkpoint=True, delete_checkpoint=False)
+            self.recorded = recorded
+            self.epochs = epochs
+            self.cut_short = cut_short
+            self.note = note
 
         @property
         def async_safe(self):
@@ -216,13 +271,162 @@ def _make_callbacks_classes():
             return self.save_freq == "epoch"
 
         def on_train_begin(self, logs=None):
+            backup = Path(self.backup_dir)
+            if not backup.exists():
+                if self.recorded:
+                    self.note(
+                        f"no checkpoint in {backup} for the {self.recorded} recorded epochs; "
+                        "training restarts at epoch 1"
+                    )
+                return
+            model = self.model
+            if model.optimizer is not None and not model.optimizer.built:
+                model.optimizer.build(model.trainable_variables)  # its state loads with the weights
+            state = [*model.variables, *(model.optimizer.variables if model.optimizer else ())]
+            initial = [variable.numpy() for variable in state]
+            problems = []
+            for label, weights, metadata in (
+                ("latest", self._weights_path, self._training_metadata_path),
+                ("previous", self._prev_weights_path, self._prev_training_metadata_path),
+            ):
+                try:
+                    epoch = self._load(Path(weights), Path(metadata))
+                except _BadCheckpoint as problem:
+                    problems.append(f"the {label} checkpoint {problem}")
+                    for variable, value in zip(state, initial, strict=True):
+                        variable.assign(value)
+                    continue
+                model._initial_epoch = epoch
+                if problems:
+                    aside = self._promote_previous(backup)
+                    self.note(
+                        f"{'; '.join(problems)}; training resumes from the {label} checkpoint "
+                        f"at epoch {epoch + 1} (the bad one is kept aside in {aside})"
+                    )
+                return
+            aside = backup.with_name(f"{backup.name}.bad-{secrets.token_hex(4)}")
+            os.replace(backup, aside)
+            model._initial_epoch = 0
+            self.note(
+                f"{'; '.join(problems)}; the backup is kept aside in {aside} and training "
+                "restarts at epoch 1"
+            )
+
+        def _promote_previous(self, backup: Path) -> Path:
+            """Copy the bad latest checkpoint aside, then make the previous one the latest.
+
+            Otherwise the next epoch's save would copy the bad latest over the
+            previous, the one good copy.
+            """
+            aside = backup.with_name(f"{backup.name}.bad-{secrets.token_hex(4)}")
+            aside.mkdir()
+            for latest, previous in (
+                (self._weights_path, self._prev_weights_path),
+                (self._training_metadata_path, self._prev_training_metadata_path),
+            ):
+                if os.path.exists(latest):
+                    shutil.copy2(latest, aside / Path(latest).name)
+                shutil.copy2(previous, f"{latest}.tmp")
+                os.replace(f"{latest}.tmp", latest)
+            return aside
+
+        def _load(self, weights: Path, metadata: Path) -> int:
+            """Load one checkpoint; returns its epoch, or raises `_BadCheckpoint` saying why."""
+            if not metadata.exists():
+                raise _BadCheckpoint(f"has no metadata ({metadata.name})")
             try:
-                super().on_train_begin(logs)
-            except OSError:
-                shutil.rmtree(self.backup_dir, ignore_errors=True)
-                self.model._initial_epoch = 0
+                data = json.loads(metadata.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError) as error:
+                raise _BadCheckpoint(
+                    f"has unreadable metadata ({metadata.name}: {error})"
+                ) from None
+            epoch = data.get("epoch") if isinstance(data, dict) else None
+            last = min(self.recorded, self.epochs)
+            if isinstance(epoch, bool) or not isinstance(epoch, int) or not 1 <= epoch <= last:
+                raise _BadCheckpoint(
+                    f"says epoch {epoch!r} ({metadata.name}), but the run records {self.recorded} "
+                    f"finished epochs of {self.epochs}"
+                )
+            if not weights.exists():
+                raise _BadCheckpoint(f"has no weights ({weights.name})")
+            # Keras loads only files named `*.weights.h5`; the previous one is `*.h5.bkp`.
+            readable = weights.with_name(f".restoring-{secrets.token_hex(4)}.weights.h5")
+            try:
+                shutil.copyfile(weights, readable)
+                self.model.load_weights(str(readable))
+            except Exception as error:  # h5py and Keras raise many kinds for a damaged file
+                raise _BadCheckpoint(
+                    f"has unreadable weights ({weights.name}: {type(error).__name__}: {error})"
+                ) from None
+            finally:
+                readable.unlink(missing_ok=True)
+            return epoch
+
+        def on_epoch_end(self, epoch, logs=None):
+            if not self.cut_short():  # an epoch cut short is not a checkpoint to resume from
+                super().on_epoch_end(epoch, logs)
 
     return RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup
+
+
+class _BadCheckpoint(Exception):
+    """A checkpoint in `<run>/backup/` that cannot be resumed from; the message says why."""
+
+
+def _note(store: RunStore, run_id: str, message: str) -> None:
+    """Tell a checkpoint problem: a warning in the log and a line in `<run>/checkpoint.log`."""
+    line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} run {run_id}: checkpoint: {message}.\n"
+    _logger.warning("Run %s: checkpoint: %s.", run_id, message)
+    previous = store.artifact_dir(run_id) / CHECKPOINT_LOG
+    text = previous.read_text(encoding="utf-8") if previous.exists() else ""
+    with store.atomic_artifact(run_id, CHECKPOINT_LOG) as path:
+        path.write_text(text + line, encoding="utf-8")
+
+
+def save_vocabularies(store: RunStore, run_id: str, task: Any) -> None:
+    """Write the task's vocabularies as the artifact `vocabularies.json`, if it has any.
+
+    With them go what reading text needs besides (the input and target specs,
+    the task's name, description and params, e.g. class names), so that the
+    run is read the way it was trained even after its data file moved or
+    changed. Written atomically (temporary name, then rename).
+    """
+    source = getattr(task, "source_vocabulary", None)
+    target = getattr(task, "target_vocabulary", None)
+    if source is None and target is None:
+        return
+    document = {
+        "format": 1,
+        "task": task.name,
+        "description": task.description,
+        "params": task.params,
+        "inputs": task.inputs.to_dict(),
+        "targets": task.targets.to_dict(),
+        "source_vocabulary": None if source is None else source.get_config(),
+        "target_vocabulary": None if target is None else target.get_config(),
+    }
+    text = json.dumps(document, ensure_ascii=False, default=str)  # default: params like paths
+    with store.atomic_artifact(run_id, VOCABULARIES_FILE) as path:
+        path.write_text(text, encoding="utf-8")
+
+
+def _remove_temporaries(directory: Path) -> None:
+    """Remove the half-written artifacts (`.NAME.tmp-*`) a killed process left in a run's folder."""
+    for leftover in directory.glob(".*.tmp-*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+
+
+def _recorded_epochs(store: RunStore, run_id: str) -> int:
+    """How many epochs the store holds for the run, counting 1, 2, … up to the first gap."""
+    count = 0
+    for row in store.history(run_id):
+        if row.epoch != count + 1:
+            break
+        count += 1
+    return count
 
 
 def _split_callbacks(callbacks: Iterable[Any]) -> tuple[list[Any], list[Any]]:
@@ -266,19 +470,22 @@ def preflight(spec: Any) -> Any:
     """Everything `run` checks before it writes to the store; returns the `Prepared` spec.
 
     The spec's fields and the model against the task (`registry.prepare`,
-    which makes the data), the distribution against the Keras backend, and
-    the `tensorboard` package when TensorBoard logs are asked for. A sweep can
-    check all its trials this way before it queues any.
+    which makes the data), the distribution and precision against the backend and device, and
+    the `tensorboard` package when TensorBoard logs are asked for, and the
+    model's memory estimate against the budget (`memory.check_budget`:
+    counted from the fields, before any weight exists). A sweep can check
+    all its trials this way before it queues any.
 
     Raises:
-        SpecError: naming the field at fault.
+        SpecError: naming the field at fault (for the memory, the field that
+            drives the estimate).
     """
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     spec = load_spec(spec)
     try:
-        devices.check_distribution(spec.train.distribution, keras.backend.backend())
+        devices.check_setup(spec.train, keras.backend.backend())
     except devices.DeviceError as error:
         raise SpecError(error.message, path=error.field) from None
     if spec.train.tensorboard and importlib.util.find_spec("tensorboard") is None:
@@ -287,7 +494,9 @@ def preflight(spec: Any) -> Any:
             "(pip install tensorboard), or set it to false",
             path="train.tensorboard",
         )
-    return prepare(spec)
+    prepared = prepare(spec)
+    memory.check_budget(prepared.spec, prepared.builder, prepared.task)
+    return prepared
 
 
 def run(
@@ -298,6 +507,7 @@ def run(
     run_id: str | None = None,
     resume: bool = False,
     cancel: Any = None,
+    interrupt: Any = None,
 ) -> RunRecord:
     """Train `spec`, record the run in `store`, and return its final record.
 
@@ -313,11 +523,14 @@ def run(
         resume: Continue an interrupted run from its last finished epoch.
         cancel: A `threading.Event` (anything with `is_set()`): when set,
             training stops after the current batch and the run ends `cancelled`.
+        interrupt: Like `cancel`, but the run ends `interrupted`, keeping its
+            finished epochs and checkpoint, to be resumed (the app sets it
+            when it stops).
 
     Returns:
         The final `RunRecord`, whose `status` is `done`, `diverged`,
-        `cancelled` or `failed` (with `error` set, and the traceback in the
-        artifact `traceback.txt`).
+        `cancelled`, `interrupted` (when `interrupt` was set) or `failed`
+        (with `error` set, and the traceback in the artifact `traceback.txt`).
 
     Raises:
         SpecError: The spec is invalid or does not fit the task; for a new
@@ -346,7 +559,7 @@ def run(
         spec = existing.spec
     keras_callbacks, progress = _split_callbacks(callbacks)
 
-    with _RUN_LOCK:
+    with _RUN_LOCK, interrupts.remembered():
         backend = keras.backend.backend()
         try:
             spec = load_spec(spec)
@@ -372,13 +585,25 @@ def run(
         if existing is None:
             run_id = store.create_run(spec)
         store.set_status(run_id, "running", **info)
+        if resume:
+            _remove_temporaries(store.artifact_dir(run_id))
         return _train(
-            store, run_id, prepared, strategy, precision, keras_callbacks, progress, cancel
+            store,
+            run_id,
+            prepared,
+            strategy,
+            precision,
+            keras_callbacks,
+            progress,
+            (cancel, interrupt),
         )
 
 
-def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progress, cancel):
-    """Build, fit, evaluate and save; every outcome ends in a final (or interrupted) status."""
+def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progress, stops):
+    """Build, fit, evaluate and save; every outcome ends in a final (or interrupted) status.
+
+    `stops` is `(cancel, interrupt)`, either None or an event (see `run`).
+    """
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
@@ -390,7 +615,8 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
     started = time.perf_counter()
     RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup = _make_callbacks_classes()
     nan_stop = NaNStop()
-    recorder = RunRecorder(store, run_id, cancel, nan_stop)
+    cancel, interrupt = stops
+    recorder = RunRecorder(store, run_id, cancel, nan_stop, interrupt)
     record = None
     caller_policy = keras.mixed_precision.dtype_policy()
     try:
@@ -413,8 +639,15 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
 
             # The checkpoint of epoch N is written before the store records epoch N,
             # so a run killed in between resumes from a checkpoint of every recorded epoch.
+            backup = Backup(
+                str(backup_dir),
+                recorded=_recorded_epochs(store, run_id),
+                epochs=train.epochs,
+                cut_short=lambda: recorder.cut_short,
+                note=lambda message: _note(store, run_id, message),
+            )
             fit_callbacks = [
-                Backup(backup_dir=str(backup_dir), double_checkpoint=True),
+                backup,
                 recorder,
                 nan_stop,
             ]
@@ -435,12 +668,14 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
             if progress:
                 fit_callbacks.append(ProgressBridge(progress, train.epochs, steps))
             fit_callbacks += keras_callbacks
-            if cancel is not None:
+            if cancel is not None or interrupt is not None or interrupts.watching():
                 fit_callbacks.append(CancelCheck(recorder))
 
             fit_seconds = 0.0
             if cancel is not None and cancel.is_set():
                 recorder.cancelled = True
+            elif interrupt is not None and interrupt.is_set():
+                recorder.interrupted = True
             else:
                 fit_start = time.perf_counter()
                 model.fit(
@@ -454,6 +689,7 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                     verbose=0,
                 )
                 fit_seconds = time.perf_counter() - fit_start
+                interrupts.raise_if_pressed()  # pressed during the last batch, and lost
 
             examples_per_sec = (
                 num_train * recorder.epochs_trained / fit_seconds
@@ -479,6 +715,17 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                     wall_time=time.perf_counter() - started,
                     **timing,
                 )
+            elif recorder.interrupted:
+                kept = _recorded_epochs(store, run_id)
+                record = store.finish(
+                    run_id,
+                    "interrupted",
+                    error=f"Stopped during epoch {recorder.epoch or 1} (the app stopped); its "
+                    f"{kept} finished epochs and checkpoint are kept: resume it to continue "
+                    f"from epoch {kept + 1}.",
+                    wall_time=time.perf_counter() - started,
+                    **timing,
+                )
             else:
                 # After `fit` ran to its end, the model holds the last recorded epoch's
                 # weights, and that epoch's validation logs are the final metrics.
@@ -487,6 +734,7 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                 metrics = prepared.evaluate(
                     model, validation_logs=recorder.last_logs if reuse else None
                 )
+                save_vocabularies(store, run_id, prepared.task)
                 with store.atomic_artifact(run_id, MODEL_FILE) as path:
                     model.save(path)
                 record = store.finish(
@@ -496,7 +744,8 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                     wall_time=time.perf_counter() - started,
                     **timing,
                 )
-        shutil.rmtree(backup_dir, ignore_errors=True)
+        if record.status != "interrupted":  # the model and record are written: no resume needed
+            shutil.rmtree(backup_dir, ignore_errors=True)
     except (KeyboardInterrupt, SystemExit) as error:
         # The backup stays: the run can be resumed.
         record = store.finish(
@@ -507,6 +756,14 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
         )
         raise
     except Exception as error:
+        if interrupts.pressed():  # Ctrl-C, turned into another error by the code it hit
+            record = store.finish(
+                run_id,
+                "interrupted",
+                error=f"KeyboardInterrupt: interrupted at epoch {recorder.epoch or 1}.",
+                wall_time=time.perf_counter() - started,
+            )
+            raise KeyboardInterrupt from error
         shutil.rmtree(backup_dir, ignore_errors=True)
         with store.atomic_artifact(run_id, TRACEBACK_FILE) as path:
             path.write_text(traceback.format_exc(), encoding="utf-8")
@@ -536,10 +793,13 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
 
 __all__ = [
     "BACKUP_DIR",
+    "CHECKPOINT_LOG",
     "MODEL_FILE",
     "TENSORBOARD_DIR",
     "TRACEBACK_FILE",
+    "VOCABULARIES_FILE",
     "artifact_dir",
     "preflight",
     "run",
+    "save_vocabularies",
 ]

@@ -1,16 +1,20 @@
 """A device slot's training process: the app's runs train here, away from the web server.
 
     app (JobQueue worker thread)                 python -m builder_ui.engine.worker STORE
-      stdin  ── {"run": ID, "resume": …} ───────▶   train.run(run_id=ID, resume=…, cancel=…)
-             ── {"cancel": ID} / {"stop": true} ▶
+      stdin  ── {"run": ID, "resume": …} ───────▶   train.run(run_id=ID, resume=…, cancel=…,
+             ── {"cancel": ID} / {"interrupt": ID}        interrupt=…)
+             ── {"stop": true} ─────────────────▶
       stdout ◀── progress messages, {"end": …} ──   (Keras and the backend loaded once)
 
 One JSON object per line each way. The child is a plain subprocess (not
 `multiprocessing`), so it never imports the program that started the app,
 and its environment (which GPU it sees) is set before anything loads. What
 the child prints (TensorFlow's logs, warnings) goes to the app's stderr; its
-stdout carries only the messages. If the app goes away, the child's stdin
-closes: it cancels the run in progress and exits.
+stdout carries only the messages. If the app goes away (stopped, or killed
+with SIGKILL), the child's stdin closes: it interrupts the run in progress
+(which ends `interrupted`, its finished epochs and checkpoint kept, to be
+resumed) and exits; the same on SIGTERM to the child. Messages it can no
+longer send to a gone app are dropped, so they never fail the run.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from builder_ui.engine import train
+from builder_ui.engine.native_logs import quiet_if_inherited
 from builder_ui.engine.progress import MessageCallback
 from builder_ui.engine.store import RunStore
 
@@ -94,9 +99,18 @@ class TrainingProcess:
             self.process.stdin.flush()
 
     def train(
-        self, run_id: str, cancel: threading.Event, on_message, *, resume: bool = False
+        self,
+        run_id: str,
+        cancel: threading.Event,
+        on_message,
+        *,
+        resume: bool = False,
+        interrupt: threading.Event | None = None,
     ) -> tuple[str, str | None]:
         """Train run `run_id` (continue it, with `resume`); report via `on_message(kind, payload)`.
+
+        Setting `cancel` ends the run `cancelled`; setting `interrupt` ends it
+        `interrupted` (resumable).
 
         Returns:
             `(status, error)` from the engine, or `("lost", message)` if the
@@ -104,11 +118,14 @@ class TrainingProcess:
         """
         self.start()
         self._send({"run": run_id, "resume": resume})
-        cancel_sent = False
+        cancel_sent = interrupt_sent = False
         while True:
             if cancel.is_set() and not cancel_sent:
                 self._send({"cancel": run_id})
                 cancel_sent = True
+            if interrupt is not None and interrupt.is_set() and not interrupt_sent:
+                self._send({"interrupt": run_id})
+                interrupt_sent = True
             try:
                 message = self._messages.get(timeout=POLL_S)
             except queue.Empty:
@@ -172,14 +189,18 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     # Ctrl+C in a terminal reaches the whole process group; the app decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    quiet_if_inherited()  # before Keras loads below
     write_lock = threading.Lock()
 
     def send(kind: str, payload: Mapping[str, Any]) -> None:
-        with write_lock:
+        with write_lock, contextlib.suppress(OSError, ValueError):  # the app is gone
             out.write(json.dumps({"kind": kind, "payload": payload}) + "\n")
 
     runs: queue.Queue = queue.Queue()
     cancel = threading.Event()
+    interrupt = threading.Event()
+    # SIGTERM (a service manager stopping the app's process group): stop as the app would.
+    signal.signal(signal.SIGTERM, lambda signum, frame: (interrupt.set(), runs.put(None)))
     state_lock = threading.Lock()
     current: dict[str, Any] = {"run": None, "cancelled": set()}
 
@@ -196,9 +217,14 @@ def main(argv: list[str] | None = None) -> int:
                     current["cancelled"].add(request["cancel"])
                     if request["cancel"] == current["run"]:
                         cancel.set()
+            elif "interrupt" in request:
+                with state_lock:
+                    if request["interrupt"] == current["run"]:
+                        interrupt.set()
             elif "stop" in request:
                 break
-        cancel.set()  # the app has gone (or asked to stop): stop the run in progress
+        # The app has gone (or asked to stop): the run in progress stops, resumable.
+        interrupt.set()
         runs.put(None)
 
     threading.Thread(target=listen, name="requests", daemon=True).start()
@@ -225,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                 resume=resume,
                 callbacks=[MessageCallback(send)],
                 cancel=cancel,
+                interrupt=interrupt,
             )
             status, error = record.status, record.error
         except Exception as failure:  # engine.run records what it can

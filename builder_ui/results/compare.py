@@ -2,31 +2,66 @@
 
 `compare(store, run_ids)` gives one row per run with the columns
 
-    id, name, status, <spec fields that differ>, <final metrics>,
-    params, wall_time, examples_per_sec, device
+    id, name, status, sweep, <spec fields that differ>, <final metrics as val_*>,
+    epochs_run, epochs_planned, params, wall_time, examples_per_sec, device
 
 where a spec field is a dotted path into the spec (`model.units`,
 `train.learning_rate`); fields equal in every run are left out, so the table
-shows exactly what the runs vary. `plot_curves` overlays one logged metric of
-several runs on one figure; `to_csv` writes a table atomically.
+shows exactly what the runs vary. The final metrics are measured on the
+validation split, so they are named as Keras names validation logs
+(`val_accuracy`, `val_loss`, `val_bleu`); `epochs_run` is the number of epochs
+recorded in the store and `epochs_planned` the spec's `train.epochs`.
+
+For a table too wide or too long to read, `default_columns` picks the columns
+worth showing, `short_headers` names them by the last part of their path,
+`filter_table` keeps the rows matching a text and a metric range, `sort_table`
+orders every row by one column (empty cells last either way) before `page_of`
+cuts one page. `plot_curves` overlays one logged metric of several
+runs on one figure; `to_csv` writes a table atomically.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from builder_ui.engine.store import RunRecord, RunStore
 
-LEADING_COLUMNS = ("id", "name", "status")
+LEADING_COLUMNS = ("id", "name", "status", "sweep")
+EPOCH_COLUMNS = ("epochs_run", "epochs_planned")
 TRAILING_COLUMNS = ("params", "wall_time", "examples_per_sec", "device")
+# What a person said about each run (`compare(..., annotations=True)`), after `sweep`.
+ANNOTATION_COLUMNS = ("★", "tags", "note")
 
-# Spec fields never shown as differences: the name has its own column.
-_IGNORED_FIELDS = frozenset({"name"})
+# Spec fields never shown as differences: the name and the planned epochs have their own
+# columns (`name`, `epochs_planned`).
+_IGNORED_FIELDS = frozenset({"name", "train.epochs"})
+
+# Always worth a column, however many runs share the value (see `default_columns`).
+CORE_COLUMNS = ("id", "★", "name", "status", "epochs_run", "params", "wall_time", "device")
+
+# What the columns that are not spec paths hold, for a legend under the table.
+COLUMN_MEANINGS = {
+    "val_*": "final metrics of the run on the validation split (after its last epoch)",
+    "★": "starred",
+    "epochs_run": "epochs recorded in the store",
+    "epochs_planned": "the spec's train.epochs",
+    "wall_time": "seconds from the last start to the end",
+    "examples_per_sec": "training examples per second of fit time",
+}
+
+PAGE_SIZE = 200
+
+
+def metric_column(name: str) -> str:
+    """The column of a final metric: `accuracy` → `val_accuracy` (it is a validation metric)."""
+    return name if name.startswith("val_") else f"val_{name}"
 
 
 def flatten(spec: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -103,6 +138,7 @@ def compare(
     run_ids: Iterable[str] | None = None,
     *,
     where: Mapping[str, Any] | Callable[[RunRecord], bool] | None = None,
+    annotations: bool = False,
 ):
     """A pandas DataFrame with one row per run (see the module docstring for the columns).
 
@@ -110,7 +146,9 @@ def compare(
         store: The run store.
         run_ids: The runs, in the order of the rows; None for all runs (or
             those matching `where`), oldest first.
-        where: Filters (see `select`).
+        where: Filters (see `select`); `{"archived": False, "tag": "lstm"}` too.
+        annotations: Also the columns `ANNOTATION_COLUMNS` after `sweep`: `★`
+            for a starred run (else ""), its tags joined by ", ", its note.
 
     Returns:
         A `pandas.DataFrame`; missing values are NaN.
@@ -120,23 +158,206 @@ def compare(
 
     records = select(store, run_ids, where=where)
     fields = differing_fields(records)
+    epochs_run = store.epoch_counts() if records else {}
     metric_names: list[str] = []
     for record in records:
         metric_names += [name for name in record.metrics if name not in metric_names]
     rows = []
     for record in records:
         flat = flatten(record.spec)
-        row = {column: getattr(record, column) for column in LEADING_COLUMNS}
+        row = {"id": record.id, "name": record.name, "status": record.status}
+        row["sweep"] = record.sweep_id
+        if annotations:
+            row.update({"★": "★" if record.starred else "", "tags": ", ".join(record.tags)})
+            row["note"] = record.note
         for path in fields:
             row[path] = _cell(flat.get(path))
         for name in metric_names:
             value = record.metrics.get(name)
-            row[name] = float("nan") if value is None else value
+            row[metric_column(name)] = float("nan") if value is None else value
+        row["epochs_run"] = epochs_run.get(record.id, 0)
+        row["epochs_planned"] = record.spec.get("train", {}).get("epochs")
         for column in TRAILING_COLUMNS:
             row[column] = getattr(record, column)
         rows.append(row)
-    columns = [*LEADING_COLUMNS, *fields, *metric_names, *TRAILING_COLUMNS]
+    metrics = [metric_column(name) for name in metric_names]
+    columns = [*LEADING_COLUMNS, *(ANNOTATION_COLUMNS if annotations else ()), *fields]
+    columns += [*metrics, *EPOCH_COLUMNS, *TRAILING_COLUMNS]
     return pd.DataFrame(rows, columns=columns)
+
+
+def cell_text(value: Any) -> str:
+    """A cell as the text a filter searches: `""` for an empty cell (None or NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def metric_columns(table) -> list[str]:
+    """The final-metric columns of a `compare` table (`val_*`), in table order."""
+    return [column for column in table.columns if column.startswith("val_")]
+
+
+def default_metric(table) -> str | None:
+    """The metric a table is read by: `val_accuracy`, else the first `val_*` column.
+
+    A metric no row has (accuracy of translators only) gives way to one some row has.
+    """
+    metrics = sorted(metric_columns(table), key=lambda name: name != "val_accuracy")
+    filled = [name for name in metrics if table[name].notna().any()]
+    return (filled or metrics or [None])[0]
+
+
+def filter_table(
+    table,
+    text: str = "",
+    *,
+    sweep: str | None = None,
+    metric: str | None = None,
+    low: float | None = None,
+    high: float | None = None,
+):
+    """The rows of a `compare` table matching every filter given (all rows when none is).
+
+    Args:
+        text: Keep rows where any cell (shown or not) contains it, case-insensitive;
+            an empty cell matches nothing.
+        sweep: Keep the runs of this sweep.
+        metric, low, high: Keep rows whose `metric` lies in `[low, high]` (either
+            end may be None); a run without that metric is left out.
+
+    Raises:
+        ValueError: `low` is above `high`, or `metric` is not a column of the table.
+    """
+    keep = [True] * len(table)
+    if text and text.strip():
+        needle = text.strip().lower()
+        found = [any(needle in cell.lower() for cell in row) for row in table.map(cell_text).values]
+        keep = [k and ok for k, ok in zip(keep, found, strict=True)]
+    if sweep:
+        keep = [k and value == sweep for k, value in zip(keep, table["sweep"], strict=True)]
+    if low is not None or high is not None:
+        in_range = _in_range(table, metric, low, high)
+        keep = [k and ok for k, ok in zip(keep, in_range, strict=True)]
+    return table.loc[keep].reset_index(drop=True)  # `loc`: an empty list keeps the columns
+
+
+def _in_range(table, metric: str | None, low: float | None, high: float | None) -> list[bool]:
+    """Per row: whether `metric` is a number within `[low, high]`."""
+    if low is not None and high is not None and low > high:
+        raise ValueError(
+            f"Received an invalid metric range for `{metric}`: the minimum {low!r} is above "
+            f"the maximum {high!r}."
+        )
+    if metric not in table.columns:
+        if table.empty:
+            return []
+        raise ValueError(
+            f"Received an invalid value for argument `metric`, expected one of "
+            f"{metric_columns(table)}, got {metric!r}."
+        )
+    keep = []
+    for value in table[metric]:
+        number = value if isinstance(value, (int, float)) and not math.isnan(value) else None
+        keep.append(
+            number is not None
+            and (low is None or number >= low)
+            and (high is None or number <= high)
+        )
+    return keep
+
+
+def default_columns(table, metric: str | None = None, *, share: float = 0.5) -> list[str]:
+    """The columns worth reading by default, in table order.
+
+    `CORE_COLUMNS` and `metric`, then every other column whose values differ among
+    the rows and that at least `share` of the rows fill; `epochs_planned` when some
+    run recorded a different number of epochs than it planned; `tags` when some
+    run has a tag. A table of runs of
+    several model types has a column for every field of every type, mostly empty:
+    this leaves those out (they stay one pick away).
+    """
+    wanted = {*CORE_COLUMNS, metric}
+    chosen = []
+    for column in table.columns:
+        if column in wanted or _informative(table[column], len(table), share):
+            chosen.append(column)
+        elif column == "epochs_planned" and _epochs_differ(table):
+            chosen.append(column)
+        elif column == "tags" and any(map(cell_text, table[column])):
+            chosen.append(column)
+    return chosen
+
+
+def _informative(values, rows: int, share: float) -> bool:
+    texts = [text for text in map(cell_text, values) if text]
+    return len(set(texts)) > 1 and len(texts) >= share * rows
+
+
+def _epochs_differ(table) -> bool:
+    return any(
+        cell_text(run) != cell_text(planned)
+        for run, planned in zip(table["epochs_run"], table["epochs_planned"], strict=True)
+    )
+
+
+def short_headers(columns: Sequence[str]) -> dict[str, str]:
+    """Column → the shortest tail of its dotted path that no other column ends with.
+
+    `model.encoder.units` → `units`, unless `model.decoder.units` is also there (then
+    `encoder.units` and `decoder.units`), so headers stay short and still unique.
+    """
+    headers = {}
+    for column in columns:
+        parts = column.split(".")
+        for size in range(1, len(parts) + 1):
+            tail = ".".join(parts[-size:])
+            if size == len(parts) or _ending(columns, tail) == [column]:
+                headers[column] = tail
+                break
+    return headers
+
+
+def _ending(columns: Sequence[str], tail: str) -> list[str]:
+    return [other for other in columns if other == tail or other.endswith(f".{tail}")]
+
+
+def sort_table(table, column: str, *, descending: bool = False):
+    """Every row of `table` ordered by `column`; empty cells (None, NaN, "") last either way.
+
+    Numbers sort as numbers and before text (a column of spec values may hold both);
+    text sorts case-insensitively. Rows that tie keep their order, so a table newest
+    first stays newest first among equal values. Sorting the whole table, not a
+    page of it, is what lets the first page show the best run of thousands.
+
+    Raises:
+        ValueError: `column` is not a column of the table.
+    """
+    if column not in table.columns:
+        raise ValueError(
+            f"Received an invalid value for argument `column`, expected one of "
+            f"{list(table.columns)}, got {column!r}."
+        )
+    values = list(table[column])
+    filled = [i for i, value in enumerate(values) if cell_text(value)]
+    empty = [i for i, value in enumerate(values) if not cell_text(value)]
+    # `reverse=True` keeps the order of equal keys, as a stable sort must.
+    filled.sort(key=lambda i: _sort_key(values[i]), reverse=descending)
+    return table.iloc[filled + empty].reset_index(drop=True)
+
+
+def _sort_key(value: Any) -> tuple[int, float, str]:
+    """Numbers by value, then text by its lower case (a cell of either kind)."""
+    if isinstance(value, numbers.Real):
+        return (0, float(value), "")
+    return (1, 0.0, str(value).lower())
+
+
+def page_of(table, page: int = 1, size: int = PAGE_SIZE):
+    """`(rows of page `page`, that page, the number of pages)`; the page is clamped to 1..pages."""
+    pages = max(1, math.ceil(len(table) / size))
+    page = min(max(1, int(page)), pages)
+    return table.iloc[(page - 1) * size : page * size], page, pages
 
 
 def plot_curves(store: RunStore, run_ids: Iterable[str], metric: str = "val_loss"):

@@ -12,7 +12,11 @@
   (`tf.saved_model.load(path).serve(x)`); for an encoder–decoder (a model with
   `encode` and `decode_step`, such as `keras_seq.models.Seq2Seq`) it is the
   `Translator`'s export instead, whose `serve` maps source ids to greedy
-  target ids. Zipped as well, for downloading.
+  target ids and whose `translate` maps texts to translations (tokeniser and
+  vocabularies in the graph). Zipped as well, for downloading. The
+  vocabularies are the run's own (its `vocabularies.json` artifact,
+  `stored_task`), so that a moved or changed data file changes nothing; a
+  run from before that artifact makes them again from its spec.
 - `python`: a standalone script whose `build_model()` rebuilds the same
   architecture with keras and keras_seq layers, each layer a constructor call
   with literal arguments (`builder_ui.results.model_source`). It is checked before it
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import json
 import os
 import secrets
 import shutil
@@ -36,10 +41,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from builder_ui.builders import load_spec, load_task
 from builder_ui.engine import devices
 from builder_ui.engine.store import RunNotFoundError, RunStore
-from builder_ui.engine.train import MODEL_FILE
+from builder_ui.engine.train import MODEL_FILE, VOCABULARIES_FILE
+from builder_ui.results.inspection import translation_length
 from builder_ui.results.model_source import SourceError, model_source
 from builder_ui.specs import dump_spec
 
@@ -107,6 +115,60 @@ def load_trained_model(store: RunStore, run_id: str) -> Any:
             f"Run {run_id!r}: its model file {str(path)!r} cannot be loaded: "
             f"{type(error).__name__}: {error}"
         ) from error
+
+
+def stored_task(store: RunStore, run_id: str) -> Any:
+    """The task a run trained on, as its `vocabularies.json` artifact records it; None without one.
+
+    A keras_seq `TaskData` with the run's vocabularies, input and target
+    specs, name, description and params, and empty train and validation
+    splits: enough to read typed text and write translations as the model
+    was trained to, whatever became of the data file since. Runs written
+    before the artifact existed have none (None): rebuild their task from
+    the spec (`builders.load_task`).
+
+    Raises:
+        ExportError: The artifact is recorded but missing or unreadable
+            (named, with the reason).
+    """
+    record = store.get(run_id, history=False)
+    if VOCABULARIES_FILE not in record.artifacts:
+        return None
+    path = store.artifact_path(run_id, VOCABULARIES_FILE)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return _task_from_document(document)
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise ExportError(
+            f"Run {run_id!r}: its {VOCABULARIES_FILE} ({str(path)!r}) cannot be read: "
+            f"{type(error).__name__}: {error}"
+        ) from None
+
+
+def _task_from_document(document: dict[str, Any]) -> Any:
+    # Keras loads on first use, not on import (specs and the app start without it).
+    from keras_seq.tasks import SequenceSpec, TargetSpec, TaskData, Vocabulary
+
+    inputs = SequenceSpec(**{k: v for k, v in document["inputs"].items() if k != "dtype"})
+    targets = TargetSpec(**{k: v for k, v in document["targets"].items() if k != "dtype"})
+    vocabularies = {
+        side: None if document[side] is None else Vocabulary.from_config(document[side])
+        for side in ("source_vocabulary", "target_vocabulary")
+    }
+    x = np.zeros((0, *inputs.shape), dtype=inputs.dtype)
+    y = np.zeros((0, *targets.shape), dtype=targets.dtype)
+    return TaskData(
+        x_train=x,
+        y_train=y,
+        x_val=x,
+        y_val=y,
+        name=document["task"],
+        inputs=inputs,
+        targets=targets,
+        description=document["description"],
+        params=document["params"],
+        **vocabularies,
+    )
 
 
 # The file suffix of each format's export (`load_model` refuses a .keras file without it).
@@ -209,7 +271,7 @@ def _export_savedmodel(store: RunStore, record) -> Path:
     try:
         with store.atomic_artifact(record.id, relative) as path:
             if _is_encoder_decoder(model):
-                _translator(model, record).export_saved_model(path)
+                _translator(model, record, store).export_saved_model(path)
             else:
                 model.export(str(path), format="tf_saved_model", verbose=False)
     except ExportError:
@@ -242,7 +304,7 @@ def _is_encoder_decoder(model: Any) -> bool:
     ) or hasattr(model, "export_saved_model")
 
 
-def _translator(model: Any, record) -> Any:
+def _translator(model: Any, record, store: RunStore) -> Any:
     """A `Translator` around a trained encoder–decoder, with its task's vocabularies."""
     if hasattr(model, "export_saved_model"):
         return model  # already a Translator
@@ -255,16 +317,17 @@ def _translator(model: Any, record) -> Any:
             "keras_seq.models.translator, which this keras_seq does not have."
         ) from None
 
-    task = load_task(load_spec(record.spec))
+    # The vocabularies the run recorded (its data file may have moved or changed since);
+    # a run from before they were recorded makes them again from its spec.
+    task = stored_task(store, record.id)
+    if task is None:
+        task = load_task(load_spec(record.spec))
     if getattr(task, "source_vocabulary", None) is None or task.target_vocabulary is None:
         raise ExportError(
             f"Run {record.id!r}: task {task.name!r} has no vocabularies, which the "
             "encoder–decoder's SavedModel needs."
         )
-    max_length = task.targets.length
-    limit = getattr(model, "max_decode_length", None)
-    if limit is not None:
-        max_length = min(max_length, limit)
+    max_length = translation_length(model, task)
     return Translator(model, task.source_vocabulary, task.target_vocabulary, max_length=max_length)
 
 
@@ -354,4 +417,5 @@ __all__ = [
     "export",
     "finished_record",
     "load_trained_model",
+    "stored_task",
 ]

@@ -223,15 +223,26 @@ def _regress(model: Any, x: np.ndarray, task: Any, reference: Any) -> Prediction
 # Per model kind
 
 
+def translation_length(model: Any, task: Any) -> int:
+    """The most tokens a translation of `task` takes, END included: `targets.length`.
+
+    A target is the sentence, one END and padding in `targets.length` ids; the decoder
+    is fed START and never emits it, so `targets.length` steps hold the longest target
+    and its END, and one more would only add a token no target has. A model with a
+    `max_decode_length` (a Transformer's positions) caps it. Inspect, BLEU by length
+    and the exported translator all decode this many steps, as training's evaluation does.
+    """
+    length = int(task.targets.length)
+    limit = getattr(model, "max_decode_length", None)
+    return length if limit is None else min(length, int(limit))
+
+
 def translator(model: Any, task: Any) -> Any:
     """A `keras_seq.models.Translator` for a trained seq2seq model and its task's vocabularies."""
     # Keras loads on first use, not on import (specs and the app start without it).
     from keras_seq.models.translator import Translator
 
-    limit = getattr(model, "max_decode_length", None)
-    length = int(task.targets.length) + 1
-    if limit:
-        length = min(length, int(limit))
+    length = translation_length(model, task)
     return Translator(model, task.source_vocabulary, task.target_vocabulary, max_length=length)
 
 

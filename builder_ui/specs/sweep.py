@@ -11,7 +11,8 @@
 from 0), without its `sweep` section: `grid` takes every combination, the first
 parameter varying slowest; `random` draws `num_trials` distinct combinations
 with `seed`. A parameter must name a field that the spec has
-(`model.encoder.units`, not `model.units` when the units live in the encoder);
+(`model.encoder.units`, not `model.units` when the units live in the encoder;
+in a list of items with ids, an item by its id: `model.nodes.encoder.params.units`);
 `check_paths` refuses an unknown path when the spec is validated. The trials'
 documents are validated by the builders (`builder_ui.builders.sweeps`), which
 know the task and model types.
@@ -72,13 +73,14 @@ def check_paths(spec: ExperimentSpec) -> None:
             continue
         node: Any = data
         for depth, part in enumerate(parts):
-            if not isinstance(node, dict) or part not in node:
+            child = _child(node, part)
+            if child is _MISSING:
                 parent = ".".join(parts[:depth])
-                fields = sorted(node) if isinstance(node, dict) else []
-                hint = f"; {parent} has fields: {', '.join(fields)}" if fields else ""
-                problems.append((_key_path(key), f"unknown field path {key!r}{hint}"))
+                problems.append(
+                    (_key_path(key), f"unknown field path {key!r}{_hint(parent, node)}")
+                )
                 break
-            node = node[part]
+            node = child
     size = grid_size(spec)
     if size > MAX_SWEEP_TRIALS:
         problems.append(
@@ -117,11 +119,39 @@ def _combination(parameters: dict[str, list[Any]], index: int) -> dict[str, Any]
     return {key: values[key] for key in parameters}
 
 
+_MISSING = object()
+
+
+def _child(node: Any, part: str) -> Any:
+    """`node[part]` for a mapping; in a list of mappings with ids, the item whose `id` is `part`.
+
+    So `model.nodes.encoder.params.units` reaches the units of the graph node
+    `encoder`, wherever it stands in the list. `_MISSING` when there is none.
+    """
+    if isinstance(node, dict):
+        return node.get(part, _MISSING)
+    if isinstance(node, list):
+        return next(
+            (item for item in node if isinstance(item, dict) and item.get("id") == part), _MISSING
+        )
+    return _MISSING
+
+
+def _hint(parent: str, node: Any) -> str:
+    """What `parent` holds, for a path that went astray there."""
+    if isinstance(node, dict) and node:
+        return f"; {parent} has fields: {', '.join(sorted(node))}"
+    if not isinstance(node, list):
+        return ""
+    ids = [str(item["id"]) for item in node if isinstance(item, dict) and "id" in item]
+    return f"; {parent} has ids: {', '.join(ids)}" if ids else ""
+
+
 def _set(data: dict[str, Any], path: str, value: Any) -> None:
     parts = path.split(".")
     node = data
     for part in parts[:-1]:
-        node = node[part]
+        node = _child(node, part)
     node[parts[-1]] = copy.deepcopy(value)
 
 

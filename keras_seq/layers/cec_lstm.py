@@ -103,10 +103,10 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         input_gate_bias: Initial bias of the input gate. Default −3.0.
         forget_gate_bias: Initial bias of the forget gate. Default 1.0.
         output_gate_bias: Initial bias of the output gate. Default −2.0.
-        kernel_regularizer, recurrent_regularizer, bias_regularizer,
-        peephole_regularizer: Optional weight regularizers.
-        kernel_constraint, recurrent_constraint, bias_constraint,
-        peephole_constraint: Optional weight constraints.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer, peephole_regularizer:
+            Optional weight regularizers.
+        kernel_constraint, recurrent_constraint, bias_constraint, peephole_constraint:
+            Optional weight constraints.
         dropout: Fraction of the inputs to drop, one mask per sequence.
         recurrent_dropout: Fraction of `h_{t-1}` to drop, one mask per sequence
             (Gal & Ghahramani 2016).
@@ -365,11 +365,12 @@ class CECLSTM(keras.layers.RNN):
 
     Args:
         units: Positive integer, the number of memory cells.
-        forget_gate, peephole, truncated_gradients, cell_activation,
-        output_activation, gate_activation, use_bias, kernel_initializer,
-        recurrent_initializer, peephole_initializer, input_gate_bias,
-        forget_gate_bias, output_gate_bias, *_regularizer, *_constraint,
-        dropout, recurrent_dropout, seed: As for `CECLSTMCell`.
+        forget_gate, peephole, truncated_gradients: As for `CECLSTMCell`, and so
+            are `cell_activation`, `output_activation`, `gate_activation`,
+            `use_bias`, `kernel_initializer`, `recurrent_initializer`,
+            `peephole_initializer`, `input_gate_bias`, `forget_gate_bias`,
+            `output_gate_bias`, `*_regularizer`, `*_constraint`, `dropout`,
+            `recurrent_dropout` and `seed`.
         activity_regularizer: Regularizer applied to the layer's output.
         return_sequences: Return the output at every step, not only the last.
         return_state: Also return the final `h` and `c`.

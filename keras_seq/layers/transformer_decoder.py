@@ -195,6 +195,29 @@ class TransformerDecoderBlock(TransformerBlockBase):
             return x, self_scores, cross_scores
         return x
 
+    def compute_output_spec(
+        self,
+        decoder_sequence,
+        encoder_sequence,
+        decoder_sequence_mask=None,
+        encoder_sequence_mask=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        # From the shapes, without tracing `call` (see TransformerEncoderBlock).
+        batch, target_length, d_model = decoder_sequence.shape
+        source_length = encoder_sequence.shape[1]
+        dtype = self.compute_dtype
+        outputs = keras.KerasTensor((batch, target_length, d_model), dtype=dtype)
+        if not return_attention_scores:
+            return outputs
+        heads = self.num_heads
+        return (
+            outputs,
+            keras.KerasTensor((batch, heads, target_length, target_length), dtype=dtype),
+            keras.KerasTensor((batch, heads, target_length, source_length), dtype=dtype),
+        )
+
     # Incremental decoding ----------------------------------------------------------
 
     def cross_attention_cache(self, encoder_sequence):

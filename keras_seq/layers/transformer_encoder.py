@@ -142,3 +142,13 @@ class TransformerEncoderBlock(TransformerBlockBase):
         # Feed-forward sublayer.
         x = self._feedforward_sublayer(x, training)
         return (x, scores) if return_attention_scores else x
+
+    def compute_output_spec(self, inputs, mask=None, training=None, return_attention_scores=False):
+        # From the shapes, without tracing `call` (which a symbolic model would do
+        # for every block it is given; the graph builder checks shapes on each edit).
+        batch, time, d_model = inputs.shape
+        dtype = self.compute_dtype
+        outputs = keras.KerasTensor((batch, time, d_model), dtype=dtype)
+        if not return_attention_scores:
+            return outputs
+        return outputs, keras.KerasTensor((batch, self.num_heads, time, time), dtype=dtype)

@@ -168,9 +168,7 @@ class RNNSeq2Seq(Seq2Seq):
                 "None unless `attention` is 'bahdanau' or 'luong_concat'",
                 self.attention_units,
             )
-        for role, vocab in (("source", self.source_vocab_size), ("target", self.target_vocab_size)):
-            validation.parameter_budget(f"{role}_embedding", vocab * self.embedding_dim)
-        validation.parameter_budget("output_projection", (self.units + 1) * self.target_vocab_size)
+        self._check_budgets(self.units)
         validation.parameter_budget(
             "encoder",
             self.num_layers
@@ -178,18 +176,6 @@ class RNNSeq2Seq(Seq2Seq):
         )
 
     def _make_layers(self):
-        self.source_embedding = keras.layers.Embedding(
-            self.source_vocab_size,
-            self.embedding_dim,
-            name="source_embedding",
-            dtype=self.dtype_policy,
-        )
-        self.target_embedding = keras.layers.Embedding(
-            self.target_vocab_size,
-            self.embedding_dim,
-            name="target_embedding",
-            dtype=self.dtype_policy,
-        )
         self.embedding_dropout = keras.layers.Dropout(
             self.dropout, name="embedding_dropout", dtype=self.dtype_policy
         )

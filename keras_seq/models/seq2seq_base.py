@@ -208,6 +208,8 @@ class Seq2Seq(keras.Model, metaclass=_BuildsASubclass):
             self.source_reversal = ReverseWithinLength(
                 pad_value=PAD_ID, name="source_reversal", dtype=self.dtype_policy
             )
+        self.source_embedding = self._embedding("source", self.source_vocab_size)
+        self.target_embedding = self._embedding("target", self.target_vocab_size)
         self._make_layers()
         self.output_projection = keras.layers.Dense(
             self.target_vocab_size, name="output_projection", dtype=self.dtype_policy
@@ -223,8 +225,26 @@ class Seq2Seq(keras.Model, metaclass=_BuildsASubclass):
     def _check_arguments(self):
         """Raises on arguments that do not fit together (each one is checked already)."""
 
+    def _check_budgets(self, output_width):
+        """Refuses embeddings or an output projection past the weight budget of one layer.
+
+        Both sides' embeddings are `vocab × embedding_dim` (subclasses set
+        `embedding_dim` before calling the base constructor); the output
+        projection maps `output_width` features to the target vocabulary.
+        """
+        for role, vocab in (("source", self.source_vocab_size), ("target", self.target_vocab_size)):
+            validation.parameter_budget(f"{role}_embedding", vocab * self.embedding_dim)
+        projection = (output_width + 1) * self.target_vocab_size
+        validation.parameter_budget("output_projection", projection)
+
+    def _embedding(self, role, vocab):
+        """The `role` side's token embedding (`source_embedding` or `target_embedding`)."""
+        return keras.layers.Embedding(
+            vocab, self.embedding_dim, name=f"{role}_embedding", dtype=self.dtype_policy
+        )
+
     def _make_layers(self):
-        """Creates the encoder and decoder layers (not `output_projection`)."""
+        """Creates the encoder and decoder layers (not the embeddings or `output_projection`)."""
         raise NotImplementedError
 
     def _build_layers(self):

@@ -148,27 +148,11 @@ class TransformerSeq2Seq(Seq2Seq):
                 f"embedding_dim={self.embedding_dim} (each head gets embedding_dim / num_heads "
                 f"features), got {self.num_heads!r}."
             )
-        for role, vocab in (("source", self.source_vocab_size), ("target", self.target_vocab_size)):
-            validation.parameter_budget(f"{role}_embedding", vocab * self.embedding_dim)
-        validation.parameter_budget(
-            "output_projection", (self.embedding_dim + 1) * self.target_vocab_size
-        )
+        self._check_budgets(self.embedding_dim)
         if self.positions == "learned":
             validation.parameter_budget("position_embedding", self.max_length * self.embedding_dim)
 
     def _make_layers(self):
-        self.source_embedding = keras.layers.Embedding(
-            self.source_vocab_size,
-            self.embedding_dim,
-            name="source_embedding",
-            dtype=self.dtype_policy,
-        )
-        self.target_embedding = keras.layers.Embedding(
-            self.target_vocab_size,
-            self.embedding_dim,
-            name="target_embedding",
-            dtype=self.dtype_policy,
-        )
         if self.positions == "sinusoidal":  # no weights: one layer serves both sides
             self.position_encoding = SinusoidalPositionalEncoding(
                 name="position_encoding", dtype=self.dtype_policy

@@ -12,12 +12,14 @@ tokenising, batching and detokenising around the decoders of
 `keras_seq.models.decoding`, and on request returns where each output
 token attended (`Alignment`, ready for `keras_seq.diagnostics.plot_alignment`).
 `export_saved_model` writes a TensorFlow SavedModel whose `serve` signature
-maps source ids to greedy target ids, loadable without keras_seq.
+maps source ids to greedy target ids and whose `translate` signature maps
+texts to translations (the vocabularies inside it), loadable without keras_seq.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import tempfile
@@ -28,7 +30,7 @@ from keras import ops
 
 from keras_seq import validation
 from keras_seq.models import decoding
-from keras_seq.tasks.vocabulary import Vocabulary
+from keras_seq.tasks.vocabulary import Vocabulary, tf_tokenizer
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -37,6 +39,9 @@ DEFAULT_BATCH_SIZE = 64
 
 # The most target tokens per translation unless `max_length` says otherwise.
 DEFAULT_MAX_LENGTH = 100
+
+# Where `export_saved_model` writes both vocabularies as JSON, under `assets.extra/`.
+VOCABULARIES_FILE = "vocabularies.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,17 +273,29 @@ class Translator(keras.Model):
     # Export -----------------------------------------------------------------------------------
 
     def export_saved_model(self, path, *, overwrite=False):
-        """Writes a TensorFlow SavedModel that decodes source ids greedily.
+        """Writes a TensorFlow SavedModel that translates text, or source ids, greedily.
 
-        Its `serve` signature takes int32 source ids `(batch, time)`, both
-        axes of any size, right-padded with PAD (0), and returns the greedy
-        target ids, int32 `(batch, max_length)` (tokens, END, then PAD), the
-        ids `translate` decodes with `beam_width=1`. The graph holds the
-        whole decoding loop (a `tf.while_loop`) and the weights, so
-        `tf.saved_model.load(path).serve(ids)` needs TensorFlow only. The
-        vocabularies are not part of it: map text to ids and back with
-        `source_vocabulary` / `target_vocabulary` (their `get_config()` is
-        JSON).
+        Two signatures, both needing TensorFlow only (the graph holds the
+        whole decoding loop, a `tf.while_loop`, the weights and both
+        vocabularies):
+
+        - `serve` takes int32 source ids `(batch, time)`, both axes of any
+          size, right-padded with PAD (0), and returns the greedy target
+          ids, int32 `(batch, max_length)` (tokens, END, then PAD), the ids
+          `translate` decodes with `beam_width=1`;
+        - `translate` takes a 1-D `tf.string` tensor of texts and returns
+          their translations, a 1-D `tf.string` tensor: what
+          `translate(texts)` returns. The text is tokenised in the graph
+          (`keras_seq.tasks.vocabulary.tf_tokenizer`, the same tokens as the
+          source vocabulary's `tokenize`), tokens become ids through a lookup
+          table (unknown ones `<unk>`), and the greedy ids become tokens,
+          up to END, without PAD or START, joined by spaces. A text without
+          a token translates to `""`.
+
+        `tf.saved_model.load(path).translate(tf.constant(["the black cat"]))`.
+        The vocabularies are also written as JSON to
+        `assets.extra/vocabularies.json` (`{"source_vocabulary": ...,
+        "target_vocabulary": ...}`, each `Vocabulary.get_config()`).
 
         The SavedModel is written to a temporary directory beside `path`
         and renamed into place, so a failure leaves nothing half written.
@@ -318,9 +335,16 @@ class Translator(keras.Model):
         archive.add_endpoint(
             "serve", serve, input_signature=[tf.TensorSpec((None, None), tf.int32, "source")]
         )
+        text = _TextSignature(self.source_vocabulary, self.target_vocabulary, serve)
+        for resource in text.resources:
+            archive.track(resource)
+        archive.add_endpoint(
+            "translate", text, input_signature=[tf.TensorSpec((None,), tf.string, "texts")]
+        )
         temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.")
         try:
             archive.write_out(temporary, verbose=False)
+            self._write_vocabularies(os.path.join(temporary, "assets.extra"))
             if os.path.exists(path):
                 old = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.old.")
                 os.rename(path, os.path.join(old, "previous"))
@@ -332,6 +356,67 @@ class Translator(keras.Model):
             shutil.rmtree(temporary, ignore_errors=True)
             raise
         return path
+
+    def _write_vocabularies(self, directory):
+        """Both vocabularies as JSON in `directory/vocabularies.json`, for readers without TF."""
+        os.makedirs(directory, exist_ok=True)
+        vocabularies = {
+            "source_vocabulary": self.source_vocabulary.get_config(),
+            "target_vocabulary": self.target_vocabulary.get_config(),
+        }
+        with open(os.path.join(directory, VOCABULARIES_FILE), "w", encoding="utf-8") as file:
+            json.dump(vocabularies, file, ensure_ascii=False)
+
+
+class _TextSignature:
+    """The SavedModel's `translate`: texts → tokens → source ids → `serve` → target tokens → texts.
+
+    Its lookup tables and tokenizer are `resources`, which the export archive
+    must track so that they are saved with the graph.
+    """
+
+    def __init__(self, source_vocabulary, target_vocabulary, serve):
+        # TensorFlow only here: export_saved_model runs on the TensorFlow backend alone.
+        import tensorflow as tf
+
+        self.tokenize = tf_tokenizer(lowercase=source_vocabulary.lowercase)
+        self.source_ids = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(source_vocabulary.tokens),
+                tf.range(len(source_vocabulary), dtype=tf.int32),
+            ),
+            default_value=Vocabulary.UNK,
+        )
+        self.target_tokens = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.range(len(target_vocabulary), dtype=tf.int32),
+                tf.constant(target_vocabulary.tokens),
+            ),
+            default_value=Vocabulary.SPECIAL_TOKENS[Vocabulary.UNK],
+        )
+        self.serve = serve
+        self.resources = [self.tokenize, self.source_ids, self.target_tokens]
+
+    def __call__(self, texts):
+        import tensorflow as tf  # as in __init__
+
+        tokens = self.tokenize(texts)  # (batch, None) strings
+        ids = tf.ragged.map_flat_values(self.source_ids.lookup, tokens)
+        empty = tf.equal(ids.row_lengths(), 0)
+        source = ids.to_tensor(default_value=Vocabulary.PAD)  # (batch, S), right-padded
+        # A text without a token is decoded from one <unk> (like translate's filler rows),
+        # so that the batch has a time step; its translation is "".
+        width = tf.shape(source)[1]
+        source = tf.pad(source, [[0, 0], [0, tf.maximum(1 - width, 0)]])
+        first = tf.where(empty, Vocabulary.UNK, source[:, 0])
+        source = tf.concat([first[:, None], source[:, 1:]], axis=1)
+        target = self.serve(source)  # (batch, max_length): tokens, END, then PAD
+        ended = tf.cumsum(tf.cast(tf.equal(target, Vocabulary.END), tf.int32), axis=1) > 0
+        keep = ~ended & tf.not_equal(target, Vocabulary.PAD)
+        keep &= tf.not_equal(target, Vocabulary.START)
+        words = tf.ragged.boolean_mask(self.target_tokens.lookup(target), keep)
+        translations = tf.strings.reduce_join(words, axis=1, separator=" ")
+        return tf.where(empty, "", translations)
 
 
 def _batch_shape(rows, width):

@@ -27,6 +27,7 @@ ids.
 from __future__ import annotations
 
 import collections
+import functools
 import numbers
 import re
 import unicodedata
@@ -324,3 +325,147 @@ def _tokenize(text: str, lowercase: bool) -> list[str]:
     if lowercase:
         text = text.lower()
     return TOKEN_PATTERN.findall(text)
+
+
+# --- The same tokenisation as TensorFlow ops (for SavedModels that read text) ------------------
+
+# Hangul syllables compose algorithmically (Unicode §3.12): L + V → LV, LV + T → LVT.
+_HANGUL_S, _HANGUL_L, _HANGUL_V, _HANGUL_T = 0xAC00, 0x1100, 0x1161, 0x11A7
+_HANGUL_V_COUNT, _HANGUL_T_COUNT, _HANGUL_COUNT = 21, 28, 11172
+
+# NFC rewrites a letter followed by its accents in at most this many steps (Greek ᾇ: 3).
+_COMPOSE_PASSES = 4
+
+
+def tf_tokenizer(*, lowercase: bool = True):
+    """`tokenize` as TensorFlow ops: a `tf.Module` mapping strings to their tokens.
+
+    A SavedModel that takes text (`Translator.export_saved_model`'s
+    `translate`) tokenises inside the graph with it, so TensorFlow alone reads
+    text as a `Vocabulary` does. The steps are those of `_tokenize`:
+
+    1. NFC: code points with a one-character NFC form are replaced by it
+       (Å for the Ångström sign), then a letter and each accent after it are
+       composed (`e` + U+0301 → `é`; Hangul jamo into syllables), letter by
+       letter, as NFC composes text whose accents are in canonical order;
+    2. lowercasing (`tf.strings.lower` with UTF-8, full Unicode case mapping
+       as `str.lower`), if `lowercase`;
+    3. `TOKEN_PATTERN`, in RE2 syntax: RE2's `\\w` and `\\s` are ASCII only,
+       so Python's own `\\w` (`str.isalnum()` or `_`) and `\\s`
+       (`str.isspace()`) are written out as code point ranges; every
+       whitespace becomes a space, every token is set between spaces, and
+       the text is split at spaces.
+
+    Where it can differ from `tokenize`: NFC of accents out of canonical
+    order, or of characters whose NFC is several code points; and characters
+    newer than the Unicode version of the Python that wrote the tables.
+
+    Args:
+        lowercase: Whether to lowercase first, as the `Vocabulary` does.
+            Default True.
+
+    Returns:
+        A `tf.Module` (its lookup tables are tracked for saving); calling it
+        on a 1-D `tf.string` tensor gives a `tf.RaggedTensor` of tokens
+        `(batch, None)`.
+
+    Example:
+
+    >>> tf_tokenizer()(tf.constant(["Le chat, noir!"]))  # doctest: +SKIP
+    <tf.RaggedTensor [[b'le', b'chat', b',', b'noir', b'!']]>
+    """
+    # TensorFlow only here: the rest of the library runs on any Keras backend.
+    import tensorflow as tf
+
+    lowercase = validation.boolean("lowercase", lowercase)
+    singles, pairs = _nfc_maps()
+    word, space = _re2_classes()
+    token_pattern = f"<unk>|[{word}]+(?:['’\\-][{word}]+)*|[^{word} ]"
+
+    def table(mapping, key_dtype):
+        keys = tf.constant(list(mapping), dtype=key_dtype)
+        values = tf.constant(list(mapping.values()), dtype=tf.int32)
+        initializer = tf.lookup.KeyValueTensorInitializer(keys, values)
+        return tf.lookup.StaticHashTable(initializer, default_value=-1)
+
+    class Tokenizer(tf.Module):
+        def __init__(self):
+            super().__init__(name="tokenizer")
+            self.singles = table(singles, tf.int32)
+            self.pairs = table(pairs, tf.int64)
+
+        def __call__(self, texts):
+            texts = self.nfc(tf.convert_to_tensor(texts, tf.string))
+            if lowercase:
+                texts = tf.strings.lower(texts, encoding="utf-8")
+            texts = tf.strings.regex_replace(texts, f"[{space}]", " ")
+            texts = tf.strings.regex_replace(texts, token_pattern, r" \0 ")
+            return tf.strings.split(texts)
+
+        def nfc(self, texts):
+            """Compose as NFC does: singletons, then letter + accent pairs, pass after pass."""
+            points = tf.strings.unicode_decode(texts, "UTF-8", errors="replace")
+            flat, rows = points.flat_values, points.value_rowids()
+            mapped = self.singles.lookup(flat)
+            flat = tf.where(mapped >= 0, mapped, flat)
+            for _ in range(_COMPOSE_PASSES):
+                flat, rows = self._compose(flat, rows)
+            count = tf.shape(texts, out_type=tf.int64)[0]
+            points = tf.RaggedTensor.from_value_rowids(flat, rows, nrows=count)
+            return tf.strings.unicode_encode(points, "UTF-8")
+
+        def _compose(self, flat, rows):
+            # One pass: each code point and the next (in the same text) that compose into one.
+            keys = tf.cast(flat[:-1], tf.int64) * 0x110000 + tf.cast(flat[1:], tf.int64)
+            composed = self.pairs.lookup(keys)
+            hit = (composed >= 0) & tf.equal(rows[:-1], rows[1:])
+            # A code point taken by the pair before it starts no pair of its own.
+            hit &= ~tf.concat([tf.zeros_like(hit[:1]), hit[:-1]], axis=0)
+            flat = tf.concat([tf.where(hit, composed, flat[:-1]), flat[-1:]], axis=0)
+            keep = tf.concat([tf.ones_like(flat[:1], dtype=tf.bool), ~hit], axis=0)
+            return tf.boolean_mask(flat, keep), tf.boolean_mask(rows, keep)
+
+    return Tokenizer()
+
+
+@functools.lru_cache(maxsize=1)
+def _nfc_maps() -> tuple[dict[int, int], dict[int, int]]:
+    """NFC's one-character replacements, and its pairs `first * 0x110000 + second → composed`."""
+    singles, pairs = {}, {}
+    for point in range(0x110000):
+        decomposition = unicodedata.decomposition(chr(point))
+        if not decomposition or decomposition.startswith("<"):
+            continue  # no canonical decomposition
+        parts = [int(part, 16) for part in decomposition.split()]
+        if len(parts) == 1:
+            singles[point] = parts[0]
+        elif unicodedata.normalize("NFC", "".join(map(chr, parts))) == chr(point):
+            pairs[parts[0] * 0x110000 + parts[1]] = point  # not a composition exclusion
+    for lv_index in range(0, _HANGUL_COUNT, _HANGUL_T_COUNT):
+        lv = _HANGUL_S + lv_index
+        l_part = _HANGUL_L + lv_index // (_HANGUL_V_COUNT * _HANGUL_T_COUNT)
+        v_part = _HANGUL_V + (lv_index % (_HANGUL_V_COUNT * _HANGUL_T_COUNT)) // _HANGUL_T_COUNT
+        pairs[l_part * 0x110000 + v_part] = lv
+        for t_index in range(1, _HANGUL_T_COUNT):
+            pairs[lv * 0x110000 + _HANGUL_T + t_index] = lv + t_index
+    singles = {point: unicodedata.normalize("NFC", chr(point)) for point in singles}
+    return {p: ord(c) for p, c in singles.items() if len(c) == 1}, pairs
+
+
+@functools.lru_cache(maxsize=1)
+def _re2_classes() -> tuple[str, str]:
+    """Python's `\\w` and `\\s` (for str patterns) as RE2 character-class bodies."""
+    return _ranges(lambda c: c.isalnum() or c == "_"), _ranges(str.isspace)
+
+
+def _ranges(predicate) -> str:
+    body, start = [], None
+    for point in range(0x110001):
+        inside = point < 0x110000 and predicate(chr(point))
+        if inside and start is None:
+            start = point
+        elif not inside and start is not None:
+            end = point - 1
+            body.append(f"\\x{{{start:x}}}" + (f"-\\x{{{end:x}}}" if end > start else ""))
+            start = None
+    return "".join(body)

@@ -14,15 +14,14 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server
+from tests.app.browser import needs_chromium
 
-CHROMIUM = os.environ.get("KERAS_SEQ_CHROMIUM", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(
     os.environ.get("KERAS_SEQ_SCREENSHOTS", ROOT / "tests" / "artifacts" / "screenshots")
@@ -30,14 +29,7 @@ SCREENSHOTS = Path(
 TRAIN_TIMEOUT_MS = 120_000
 UI_TIMEOUT_MS = 30_000
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not os.path.exists(CHROMIUM),
-        reason=f"no Chromium at {CHROMIUM}: `make browser` installs Debian's chromium package "
-        "(or set KERAS_SEQ_CHROMIUM)",
-    ),
-]
+pytestmark = [pytest.mark.slow, needs_chromium]
 
 # 96 training and 24 validation sequences of 5 one-hot steps, one epoch: about a second.
 TINY_FIELDS = {
@@ -47,28 +39,6 @@ TINY_FIELDS = {
     "model-encoder-units": "4",
     "train-epochs": "1",
 }
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("browser"))
-    try:
-        running.wait_until_up()
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @pytest.fixture

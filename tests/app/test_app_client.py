@@ -76,7 +76,7 @@ def tiny_spec(client) -> str:
 def wait_for_status(client, run_id: str, wanted: str = "done") -> dict:
     deadline = time.monotonic() + TRAIN_TIMEOUT_S
     while time.monotonic() < deadline:
-        table, _, _ = client.predict("", [], [], api_name="/results")
+        table, *_ = client.predict("", [], [], api_name="/results")
         rows = {row["id"]: row for row in table_rows(table)}
         if run_id in rows and rows[run_id]["status"] in (wanted, "failed", "diverged", "cancelled"):
             return rows[run_id]
@@ -142,10 +142,11 @@ def test_a_run_trained_through_the_api_appears_in_the_results_with_its_metric(
     with RunStore(server.runs) as store:
         record = store.get(run_id)
     assert record.name == "vanilla-rnn" and record.epochs_done == 1
-    assert row["accuracy"] == pytest.approx(record.metrics["accuracy"], rel=1e-3)
+    assert row["val_accuracy"] == pytest.approx(record.metrics["accuracy"], rel=1e-3)
     assert row["params"] == record.params and row["device"] == "CPU"
     # The queue shows it finished, on the CPU, in float32.
-    queue, bar, _curves, *_ = client.predict(run_id, api_name="/poll")
+    shown = client.predict(run_id, api_name="/poll")
+    queue, bar = shown["queue"], shown["progress"]
     (queued,) = [r for r in table_rows(queue) if r["id"] == run_id]
     assert (queued["status"], queued["progress"], queued["precision"]) == (
         "done",

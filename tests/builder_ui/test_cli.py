@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 
 from builder_ui import cli
-
-
-@pytest.fixture
-def launched(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
-    """Replace `builder_ui.app.page` by a stub that records `launch` calls instead of serving."""
-    calls: list[dict] = []
-    stub = types.ModuleType("builder_ui.app.page")
-    stub.launch = lambda **kwargs: calls.append(kwargs)
-    monkeypatch.setitem(sys.modules, "builder_ui.app.page", stub)
-    return calls
 
 
 def exit_code(argv: list[str]) -> int:

@@ -105,7 +105,7 @@ def test_runs_lists_every_run_and_writes_the_table_as_csv(trained, capsys):
     table = pd.read_csv(csv)
     assert list(table["id"]) == [record.id for record in trained["records"]]
     assert list(table["status"]) == ["done"] * 3
-    for record, accuracy in zip(trained["records"], table["accuracy"], strict=True):
+    for record, accuracy in zip(trained["records"], table["val_accuracy"], strict=True):
         assert accuracy == pytest.approx(record.metrics["accuracy"])
 
 

@@ -23,6 +23,8 @@ from builder_ui.app.context import AppContext, AppError
 from builder_ui.app.uploads import Upload, check_upload
 from builder_ui.builders import (
     check_kinds,
+    graph,
+    memory,
     prepare,
     presets,
     validate_spec,
@@ -59,8 +61,16 @@ class Check:
         return found
 
 
-def check(text: str) -> Check:
-    """Parse and validate spec text, and check the model against the task's kinds."""
+def check(text: str, ctx: AppContext | None = None) -> Check:
+    """Parse and validate spec text, and check the model against the task's kinds.
+
+    A `graph` model is also walked symbolically (`builders.graph.graph_report`:
+    the task's data is made once and kept, no weights are allocated), so that a
+    block whose inputs do not fit makes the spec invalid here, not at queue time.
+
+    With the app's `ctx`, a data path outside its uploads and `--data-dir` folders is a
+    problem too, at its field (`builder_ui.app.data_paths`); nothing is read.
+    """
 
     text = text or ""
     if len(text.encode("utf-8")) > MAX_SPEC_BYTES:
@@ -79,9 +89,25 @@ def check(text: str) -> Check:
     try:
         spec = validate_spec(document)
         check_kinds(spec)
+        if ctx is not None:
+            ctx.data_paths.check(spec)
     except SpecError as error:
         return Check(text, document, None, list(error.problems))
+    if spec.model.type == "graph":  # its shapes need the layers: the canvas's own check
+        problems = _graph_problems(spec)
+        if problems:
+            return Check(text, document, None, problems)
     return Check(text, document, spec)
+
+
+def _graph_problems(spec: ExperimentSpec) -> list[tuple[str, str]]:
+    """A graph's parameter and shape errors, in the layers' own words, at each node's path."""
+    report = graph.graph_report(spec)
+    index = {node.id: i for i, node in enumerate(spec.model.nodes)}
+    return [
+        (f"model.nodes[{index[key]}]" if key in index else "model", message)
+        for key, message in report.errors.items()
+    ]
 
 
 def problems_markdown(problems: Sequence[tuple[str, str]]) -> str:
@@ -214,6 +240,8 @@ class ModelSummary:
         headline: One line of Markdown.
         headers, rows: The layer table (name, type, output shape, parameters, inputs).
         diagram: The layer graph as HTML.
+        memory: The memory estimate of training it (`builder_ui.builders.memory`),
+            one line, or "" when its builder gives none; the headline shows it too.
     """
 
     params: int
@@ -222,10 +250,13 @@ class ModelSummary:
     headers: list[str]
     rows: list[list[Any]]
     diagram: str
+    memory: str = ""
 
 
-def summarize(text: str) -> ModelSummary:
+def summarize(text: str, ctx: AppContext | None = None) -> ModelSummary:
     """Make the task's data, run every check, and build the model to describe it.
+
+    With the app's `ctx`, its data paths are checked (`check`) before any data is read.
 
     Raises:
         SpecError: any problem, with its field path (the data and the builder's checks too).
@@ -233,11 +264,14 @@ def summarize(text: str) -> ModelSummary:
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
-    result = check(text)
+    result = check(text, ctx)
     if not result.ok:
         raise SpecError(result.problems)
     prepared = prepare(result.spec)
     spec = prepared.spec
+    # Before the build: a model over the memory budget is refused before its weights exist.
+    estimate = memory.check_budget(spec, prepared.builder, prepared.task)
+    needs = f"training needs {estimate.describe()}" if estimate else "no memory estimate"
     model = prepared.builder.build(spec.model, prepared.task)
     if not model.built:
         model(keras.tree.map_structure(lambda array: array[:1], prepared.x_train))
@@ -248,7 +282,8 @@ def summarize(text: str) -> ModelSummary:
     task = prepared.task
     headline = (
         f"**{model.name}** ({type(model).__name__}): **{params:,} parameters** "
-        f"({trainable:,} trainable) · task `{task.name}`: {prepared.num_train:,} training and "
+        f"({trainable:,} trainable) · {needs} · task `{task.name}`: "
+        f"{prepared.num_train:,} training and "
         f"{prepared.num_val:,} validation examples · monitors `{prepared.monitor_metric}`"
     )
     return ModelSummary(
@@ -258,9 +293,10 @@ def summarize(text: str) -> ModelSummary:
         list(model_view.TABLE_HEADERS),
         model_view.table(layers),
         model_view.diagram_html(layers, graph=graph, title=f"{model.name}: layer graph"),
+        needs,
     )
 
 
 def upload(ctx: AppContext, path: str | os.PathLike | None, kind: str) -> Upload:
     """Check an uploaded data file and keep it for runs (see `builder_ui.app.uploads`)."""
-    return check_upload(path, kind, ctx.uploads_root)
+    return check_upload(path, kind, ctx.uploads_root, ctx.max_upload_bytes)

@@ -1,4 +1,10 @@
-"""Compare tab actions: the results table, curves, BLEU by sentence length, CSV download.
+"""Compare tab actions: the results table, run annotations, charts, BLEU by length, CSV.
+
+A run's name, tags, note, star and archive mark are set here (`save_annotations`,
+`toggle_star`, `toggle_archive`, `delete_run`), in the same SQLite store the CLI's
+`keras-seq runs --add-tag/--note/--delete` writes. The charts are Plotly figures
+(`builder_ui.results.charts`): learning curves of several metrics, parallel
+coordinates and a scatter of the hyperparameters against a metric.
 
 No Gradio here.
 """
@@ -9,43 +15,297 @@ import contextlib
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from builder_ui.app.context import AppContext, AppError
-from builder_ui.engine.store import STATUSES, RunNotFoundError
-from builder_ui.results import compare
+from builder_ui.engine.store import (
+    MAX_TAGS_PER_RUN,
+    STATUSES,
+    RunNotFoundError,
+    check_name,
+    check_note,
+    check_tag,
+)
+from builder_ui.results import charts, compare
 from builder_ui.results.inspection import translator
 
 
+@dataclass(frozen=True)
+class ResultsFilters:
+    """What the Compare tab's controls ask of the table; every filter given must hold.
+
+    Attributes:
+        query: Keep rows where any cell contains this text (case-insensitive).
+        statuses: Keep only these statuses (empty: all).
+        sweep: Keep only the runs of this sweep (empty: all).
+        metric: The metric column the table is read by (None, or one no run shown
+            has: `val_accuracy`, else the first `val_*` column some run has).
+        metric_min, metric_max: Keep rows whose `metric` lies in this range.
+        tag: Keep only the runs with this tag (empty: all).
+        show_archived: Also the archived runs (hidden by default).
+    """
+
+    query: str = ""
+    statuses: Sequence[str] = ()
+    sweep: str | None = None
+    metric: str | None = None
+    metric_min: float | None = None
+    metric_max: float | None = None
+    tag: str | None = None
+    show_archived: bool = False
+
+
 def results_frame(
-    ctx: AppContext, query: str = "", statuses: Sequence[str] | None = None, *, rounded: bool = True
+    ctx: AppContext,
+    query: str = "",
+    statuses: Sequence[str] | None = None,
+    *,
+    filters: ResultsFilters | None = None,
+    rounded: bool = True,
+    sort_by: str | None = None,
+    descending: bool = True,
 ):
     """Every run in the store as a comparison table (`builder_ui.results.compare`), filtered.
 
     Args:
         query: Keep rows where any cell contains this text (case-insensitive).
         statuses: Keep only these statuses (None or empty: all).
+        filters: All the filters at once (then `query` and `statuses` are ignored).
         rounded: Round numbers for reading (the CSV keeps them whole).
-    """
+        sort_by, descending: Order every row by this column (empty cells last); None,
+            or a column the table lacks, for newest first.
 
-    if statuses:
-        unknown = [s for s in statuses if s not in STATUSES]
-        if unknown:
-            raise AppError(f"Unknown status {unknown[0]!r}; statuses: {', '.join(STATUSES)}.")
-    table = compare.compare(ctx.store, where={"status": list(statuses)} if statuses else None)
-    if query and query.strip():
-        needle = query.strip().lower()
-        keep = table.astype(str).apply(
-            lambda row: any(needle in cell.lower() for cell in row), axis=1
+    Raises:
+        AppError: An unknown status, or a metric range that is not one.
+    """
+    filters = filters or ResultsFilters(query=query or "", statuses=tuple(statuses or ()))
+    table = _filtered(_runs_table(ctx, filters), filters)
+    return _readable(_ordered(table, sort_by, descending), rounded)
+
+
+def _runs_table(ctx: AppContext, filters: ResultsFilters):
+    """`compare.compare` of the runs with one of the statuses, the tag, archived or not.
+
+    With its annotation columns (star, tags, note); archived runs only when
+    `filters.show_archived`.
+    """
+    statuses = filters.statuses
+    unknown = [s for s in statuses if s not in STATUSES]
+    if unknown:
+        raise AppError(f"Unknown status {unknown[0]!r}; statuses: {', '.join(STATUSES)}.")
+    where: dict[str, Any] = {"status": list(statuses)} if statuses else {}
+    if filters.tag:
+        where["tag"] = filters.tag
+    if not filters.show_archived:
+        where["archived"] = False
+    return compare.compare(ctx.store, where=where or None, annotations=True)
+
+
+def _filtered(table, filters: ResultsFilters):
+    """The rows of `table` that match the text, sweep and metric range of `filters`."""
+    try:
+        return compare.filter_table(
+            table,
+            filters.query,
+            sweep=filters.sweep or None,
+            metric=filters.metric or compare.default_metric(table),
+            low=filters.metric_min,
+            high=filters.metric_max,
         )
-        table = table[keep] if len(table) else table
-    table = table.iloc[::-1].reset_index(drop=True)  # newest first
+    except ValueError as error:
+        raise AppError(str(error)) from None
+
+
+def _ordered(table, sort_by: str | None, descending: bool):
+    """Newest first, then (if `sort_by` is a column) every row by it, ties newest first.
+
+    Sorted before paging and rounding, so page 1 holds the best runs of all, ranked
+    by their unrounded values.
+    """
+    table = table.iloc[::-1].reset_index(drop=True)
+    if sort_by and sort_by in table.columns:
+        table = compare.sort_table(table, sort_by, descending=descending)
+    return table
+
+
+def _readable(table, rounded: bool):
+    """Numbers rounded for reading unless `rounded` is False (the rows keep their order)."""
     if rounded:
         for column in table.columns:
             if table[column].dtype.kind == "f":
                 table[column] = table[column].map(_rounded)
     return table
+
+
+@dataclass(frozen=True)
+class ResultsView:
+    """One page of the results table as the Compare tab shows it, and its controls' choices.
+
+    Attributes:
+        table: The page: the columns shown, headed by `short_headers`, empty cells None.
+        columns: Every column of the filtered table (full dotted paths), for the picker.
+        shown: The columns shown (full paths), `id` first.
+        metrics: The `val_*` columns; `metric` is the one the table is read by.
+        sweeps: The sweep ids among the runs (before the sweep filter), for its menu.
+        tags: Every tag in the store, for the tag filter's menu.
+        page, pages, total: Which page of how many, and how many runs match.
+        legend: Markdown: the full path of each shortened header, what the other
+            columns hold, and which runs the page holds.
+        hyperparameters: The spec fields that differ among the runs (full paths),
+            for the scatter's x axis.
+        sort_by, descending: The column every run is ordered by (None: newest first).
+        sort_choices: `(label, column)` of the columns shown, for the "Sort by" menu.
+        header_paths: Each header shown → its full path (for the headers' tooltips).
+    """
+
+    table: Any
+    columns: list[str]
+    shown: list[str]
+    metrics: list[str]
+    metric: str | None
+    sweeps: list[str]
+    tags: list[str]
+    page: int
+    pages: int
+    total: int
+    legend: str
+    hyperparameters: list[str] = field(default_factory=list)
+    sort_by: str | None = None
+    descending: bool = True
+    sort_choices: list[tuple[str, str]] = field(default_factory=list)
+    header_paths: dict[str, str] = field(default_factory=dict)
+
+
+def results_view(
+    ctx: AppContext,
+    filters: ResultsFilters | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+    page: int | float | None = 1,
+    sort_by: str | None = None,
+    descending: bool = True,
+):
+    """The Compare tab's table: the runs matching `filters`, a readable set of columns, a page.
+
+    Args:
+        filters: The filters (none: every run).
+        columns: The columns to show (full paths); None or empty for
+            `compare.default_columns` (those that differ among the runs and that
+            most of them fill, plus id, name, status, the metric, epochs,
+            parameters, time, device). Columns no longer in the table are dropped.
+        page: 1-based page of `compare.PAGE_SIZE` runs (clamped to the pages there are).
+        sort_by, descending: Order every run the filters keep by this column before
+            paging (`compare.sort_table`: empty cells last either way); None, or a
+            column no longer in the table, for newest first.
+    """
+    filters = filters or ResultsFilters()
+    everything = _runs_table(ctx, filters)
+    sweeps = sorted({sweep for sweep in everything["sweep"] if isinstance(sweep, str)})
+    filtered = _filtered(everything, filters)
+    sort_by = sort_by if sort_by in filtered.columns else None
+    table = _readable(_ordered(filtered, sort_by, descending), rounded=True)
+    metric = filters.metric
+    if metric not in table.columns or not table[metric].notna().any():
+        metric = compare.default_metric(table)  # one the runs shown have
+    chosen = [c for c in columns or () if c in table.columns]
+    shown = chosen or compare.default_columns(table, metric)
+    shown = _pinned_first(shown)
+    rows, page, pages = compare.page_of(table, 1 if page is None else page)
+    headers = compare.short_headers(shown)
+    display = rows[shown].astype(object).where(rows[shown].notna(), None)
+    return ResultsView(
+        table=display.rename(columns=headers).reset_index(drop=True),
+        columns=list(table.columns),
+        shown=shown,
+        metrics=compare.metric_columns(table),
+        metric=metric,
+        sweeps=sweeps,
+        tags=ctx.store.all_tags(),
+        page=page,
+        pages=pages,
+        total=len(table),
+        legend=_legend(headers, page, pages, len(table), _order_text(sort_by, descending)),
+        hyperparameters=charts.hyperparameter_columns(table),
+        sort_by=sort_by,
+        descending=bool(descending),
+        sort_choices=_sort_choices([*shown, *([sort_by] if sort_by not in shown else [])]),
+        header_paths={head: column for column, head in headers.items()},
+    )
+
+
+# The columns pinned at the table's left edge (they stay in view when it scrolls sideways).
+PINNED_COLUMNS = ("id", "name")
+
+
+def _pinned_first(shown: Sequence[str]) -> list[str]:
+    """`shown` with `id` first and then `name` if shown, the two pinned at the left edge.
+
+    Columns picked without `name` keep their order after `id` (the second one is pinned).
+    """
+    pinned = [c for c in PINNED_COLUMNS if c == "id" or c in shown]
+    return [*pinned, *[c for c in shown if c not in pinned]]
+
+
+def _sort_choices(columns: Sequence[str | None]) -> list[tuple[str, str]]:
+    """`(label, column)` per column: its short header, with the full path when shortened."""
+    columns = [c for c in columns if c]
+    headers = compare.short_headers(columns)
+    return [(h if h == c else f"{h} ({c})", c) for c, h in headers.items()]
+
+
+def _order_text(sort_by: str | None, descending: bool) -> str:
+    """How the rows are ordered, for the legend: newest first, or by a column."""
+    if not sort_by:
+        return "newest first"
+    direction = "descending" if descending else "ascending"
+    return f"sorted by {sort_by}, {direction}, over every run (empty cells last)"
+
+
+def _legend(
+    headers: dict[str, str], page: int, pages: int, total: int, order: str = "newest first"
+) -> str:
+    """Markdown under the table: shortened headers in full, the other columns' meaning, paging."""
+    first = (page - 1) * compare.PAGE_SIZE + 1 if total else 0
+    last = min(page * compare.PAGE_SIZE, total)
+    lines = [f"Runs {first}–{last} of {total} (page {page} of {pages}), {order}."]
+    short = [f"`{head}` = {column}" for column, head in headers.items() if head != column]
+    if short:
+        lines.append("Columns: " + " · ".join(short) + ".")
+    meanings = [
+        f"`{column}`: {meaning}"
+        for column, meaning in compare.COLUMN_MEANINGS.items()
+        if column in headers or (column == "val_*" and any(c.startswith("val_") for c in headers))
+    ]
+    if meanings:
+        lines.append(" · ".join(meanings) + ".")
+    return "\n\n".join(lines)
+
+
+def parse_bound(text: str | None, field: str) -> float | None:
+    """A metric bound typed in a box: None when empty, else a finite number.
+
+    Raises:
+        AppError: naming `field` and what was typed, when it is not a finite number.
+    """
+    if text is None or not str(text).strip():
+        return None
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise AppError(f"{field}: expected a number such as 0.9, got {str(text).strip()!r}.")
+    return value
+
+
+def run_spec_yaml(ctx: AppContext, run_id: str) -> str:
+    """The whole spec a run was trained from, as YAML."""
+    record = ctx.record(run_id)
+    return yaml.safe_dump(record.spec, sort_keys=False, allow_unicode=True, width=100)
 
 
 def _rounded(value: Any) -> Any:
@@ -75,16 +335,163 @@ def metric_choices(ctx: AppContext, run_ids: Sequence[str]) -> list[str]:
     return sorted(names, key=lambda n: (not n.startswith("val_"), n))
 
 
-def curves_figure(ctx: AppContext, run_ids: Sequence[str], metric: str):
-    """One metric per epoch of several runs, overlaid (a matplotlib figure)."""
+def _app_error(error: Exception) -> AppError:
+    """A store's refusal (`KeyError` or `ValueError`) as the message the tab shows."""
+    return AppError(str(error.args[0]) if error.args else str(error))
 
+
+def curves_chart(ctx: AppContext, run_ids: Sequence[str], metrics: Sequence[str] | str):
+    """Several metrics per epoch of several runs, interactive (`charts.learning_curves`)."""
     run_ids = list(run_ids or [])
     if not run_ids:
         raise AppError("Select one or more runs to overlay their curves.")
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics or ["val_loss"])
     try:
-        return compare.plot_curves(ctx.store, run_ids, metric or "val_loss")
+        records = compare.select(ctx.store, run_ids, history=True)
+        return charts.learning_curves(records, metrics)
     except (KeyError, ValueError) as error:
-        raise AppError(str(error.args[0]) if error.args else str(error)) from None
+        raise _app_error(error) from None
+
+
+def hyperparameter_choices(ctx: AppContext, filters: ResultsFilters | None = None) -> list[str]:
+    """The spec fields that differ among the runs the filters keep (for the scatter's menu)."""
+    return charts.hyperparameter_columns(results_frame(ctx, filters=filters, rounded=False))
+
+
+def hparams_chart(ctx: AppContext, filters: ResultsFilters | None, metric: str | None):
+    """Parallel coordinates of the differing hyperparameters against `metric`, runs shown."""
+    table = results_frame(ctx, filters=filters or ResultsFilters(), rounded=False)
+    metric = metric if metric in table.columns else compare.default_metric(table)
+    try:
+        return charts.parallel_coordinates(table, metric)
+    except ValueError as error:
+        raise _app_error(error) from None
+
+
+def scatter_chart(
+    ctx: AppContext, filters: ResultsFilters | None, hyperparameter: str, metric: str | None
+):
+    """One hyperparameter against one metric, a point per run shown."""
+    table = results_frame(ctx, filters=filters or ResultsFilters(), rounded=False)
+    if not hyperparameter:
+        raise AppError("Choose a hyperparameter for the scatter's x axis.")
+    metric = metric if metric in table.columns else compare.default_metric(table)
+    try:
+        return charts.hyperparameter_scatter(table, hyperparameter, metric)
+    except ValueError as error:
+        raise _app_error(error) from None
+
+
+@dataclass(frozen=True)
+class RunNotes:
+    """What a person has said about one run, as the Compare tab's fields show it."""
+
+    run_id: str
+    name: str
+    tags: str  # comma-separated, as typed in the tags box
+    note: str
+    starred: bool
+    archived: bool
+    status: str
+
+
+def run_notes(ctx: AppContext, run_id: str) -> RunNotes:
+    """The name, tags, note, star and archive mark of a run.
+
+    Raises:
+        AppError: No run chosen, or no such run.
+    """
+    if not run_id:
+        raise AppError("Click a row of the table to choose a run first.")
+    try:
+        record = ctx.store.get(run_id, history=False)
+    except RunNotFoundError as error:
+        raise _app_error(error) from None
+    return RunNotes(
+        record.id,
+        record.name,
+        ", ".join(record.tags),
+        record.note,
+        record.starred,
+        record.archived,
+        record.status,
+    )
+
+
+def parse_tags(text: str | None) -> list[str]:
+    """Tags typed in one box, separated by commas or spaces: `"lstm, baseline"` → two tags.
+
+    Raises:
+        AppError: A tag that is not one (`check_tag`), naming it.
+    """
+    tags = [part for part in str(text or "").replace(",", " ").split() if part]
+    try:
+        return list(dict.fromkeys(check_tag(tag) for tag in tags))
+    except ValueError as error:
+        raise AppError(f"Tags: {error}") from None
+
+
+def save_annotations(ctx: AppContext, run_id: str, name: str, tags: str, note: str) -> RunNotes:
+    """Set a run's name, tags (exactly those typed) and note; all checked before any is written.
+
+    Raises:
+        AppError: No run chosen, an unknown run, or a name, tag or note refused (the
+            field and the value named); then nothing is changed.
+    """
+    current = run_notes(ctx, run_id)
+    try:
+        new_name, new_note = check_name(name), check_note(note or "")
+    except ValueError as error:
+        raise _app_error(error) from None
+    wanted, had = parse_tags(tags), parse_tags(current.tags)
+    if len(wanted) > MAX_TAGS_PER_RUN:
+        raise AppError(f"Tags: expected at most {MAX_TAGS_PER_RUN} tags, got {len(wanted)}.")
+    try:
+        if new_name != current.name:
+            ctx.store.rename(run_id, new_name)
+        ctx.store.add_tags(run_id, [tag for tag in wanted if tag not in had])
+        ctx.store.remove_tags(run_id, [tag for tag in had if tag not in wanted])
+        ctx.store.set_note(run_id, new_note)
+    except (KeyError, ValueError) as error:
+        raise _app_error(error) from None
+    return run_notes(ctx, run_id)
+
+
+def toggle_star(ctx: AppContext, run_id: str) -> RunNotes:
+    """Star the run, or unstar it if it is starred."""
+    notes = _chosen(ctx, run_id)
+    ctx.store.set_starred(run_id, not notes.starred)
+    return run_notes(ctx, run_id)
+
+
+def toggle_archive(ctx: AppContext, run_id: str) -> RunNotes:
+    """Archive the run (hidden from the table unless "show archived"), or restore it."""
+    notes = _chosen(ctx, run_id)
+    ctx.store.set_archived(run_id, not notes.archived)
+    return run_notes(ctx, run_id)
+
+
+def delete_run(ctx: AppContext, run_id: str, confirmed: bool) -> str:
+    """Delete a run, its epochs and its folder, once `confirmed`; returns what was deleted.
+
+    Raises:
+        AppError: Not confirmed, no run chosen, or a queued or running run (why).
+    """
+    notes = _chosen(ctx, run_id)
+    if not confirmed:
+        raise AppError(
+            f"Tick “Yes, delete run {run_id}” first: deleting removes its epochs and its files."
+        )
+    try:
+        ctx.store.delete(run_id, allow_queued=False)
+    except (KeyError, ValueError) as error:
+        raise _app_error(error) from None
+    return f"Deleted run {run_id} ({notes.name}) with its epochs and files."
+
+
+def _chosen(ctx: AppContext, run_id: str) -> RunNotes:
+    """The run a button acts on (the row clicked), or an AppError saying to click one."""
+    return run_notes(ctx, run_id)
 
 
 BLEU_ARTIFACT = "bleu_by_length.csv"
@@ -111,37 +518,43 @@ def bleu_table(ctx: AppContext, run_id: str):
     return table
 
 
-def bleu_by_length(ctx: AppContext, run_ids: Sequence[str]):
-    """BLEU against source length for the selected seq2seq runs: `(figure, table)`.
+def bleu_chart(ctx: AppContext, run_ids: Sequence[str]):
+    """BLEU by source length, interactive: `(Plotly figure, table to 1–2 decimals)`.
 
-    Raises:
-        AppError: none of the runs is a finished seq2seq run.
+    The ticks are the buckets' ranges; BLEU (0–100) has 1 decimal in the table and
+    exact match and token accuracy (0–1) have 2. The unrounded table is kept with each
+    run (`bleu_table`).
     """
     # pandas loads when a table is made, not on import.
     import pandas as pd
 
-    from keras_seq.metrics import plot_bleu_by_length
-
-    curves, frames = [], []
+    curves = []
     for run_id in run_ids or []:
         record = ctx.record(run_id)
-        if record.status != "done" or record.spec.get("model", {}).get("type") != "seq2seq":
-            continue
-        table = bleu_table(ctx, run_id)
-        label = f"{record.name} ({run_id})"
-        curves.append((label, table))
-        frames.append(table.assign(run=label))
+        if record.status == "done" and record.spec.get("model", {}).get("type") == "seq2seq":
+            curves.append((f"{record.name} ({run_id})", bleu_table(ctx, run_id)))
     if not curves:
         raise AppError("Select at least one finished seq2seq run to see BLEU by source length.")
-    figure = plot_bleu_by_length(curves, title="BLEU by source sentence length")
-    table = pd.concat(frames, ignore_index=True)
-    columns = ["run", *[c for c in table.columns if c != "run"]]
-    return figure, table[columns]
+    table = pd.concat([frame.assign(run=label) for label, frame in curves], ignore_index=True)
+    columns = ["run", "bucket", "n", *charts.BLEU_DECIMALS]
+    return charts.bleu_by_length_figure(curves), charts.bleu_table_rounded(table[columns])
 
 
-def results_csv(ctx: AppContext, query: str = "", statuses: Sequence[str] | None = None) -> Path:
-    """The (filtered) results table as a CSV file to download, numbers unrounded."""
+def results_csv(
+    ctx: AppContext,
+    query: str = "",
+    statuses: Sequence[str] | None = None,
+    *,
+    filters: ResultsFilters | None = None,
+    sort_by: str | None = None,
+    descending: bool = True,
+) -> Path:
+    """The (filtered) results table as a CSV file to download: every column, numbers unrounded.
 
-    table = results_frame(ctx, query, statuses, rounded=False)
+    Its rows are in the table's order (`sort_by`, `descending`: as `results_frame`).
+    """
+    table = results_frame(
+        ctx, query, statuses, filters=filters, rounded=False, sort_by=sort_by, descending=descending
+    )
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return compare.to_csv(table, ctx.download_path(f"keras-seq-runs-{stamp}.csv"))

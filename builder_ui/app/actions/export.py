@@ -38,6 +38,7 @@ def _snippet(fmt: str, name: str, record) -> str:
     if fmt == "savedmodel":
         folder = name.removesuffix(".zip")
         serve = (
+            'print(reloaded.translate(tf.constant(["a sentence ."])))  # texts -> translations\n'
             "target_ids = reloaded.serve(source_ids)  # int ids (batch, time) -> greedy target ids"
             if record.spec.get("model", {}).get("type") == "seq2seq"
             else "outputs = reloaded.serve(inputs)  # a batch shaped like the training inputs"

@@ -25,8 +25,14 @@ def predict(ctx: AppContext, run_id: str, text: str, index: Any = 0):
     """The run's model on typed input, or on validation example `index` (`inspection.predict`)."""
 
     record = _done_record(ctx, run_id)
+    task = ctx.task(run_id)
+    if not (text or "").strip() and not len(task.x_val):
+        raise AppError(
+            f"Run {run_id} has no validation examples to show: {task.description} "
+            "Type an input instead."
+        )
     try:
-        return inspection.predict(ctx.model(run_id), ctx.task(run_id), record.spec, text, index)
+        return inspection.predict(ctx.model(run_id), task, record.spec, text, index)
     except inspection.InspectError as error:
         raise AppError(str(error)) from None
 

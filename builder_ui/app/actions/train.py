@@ -14,18 +14,21 @@ from dataclasses import dataclass
 from builder_ui.app.actions.build import check
 from builder_ui.app.context import AppContext, AppError
 from builder_ui.builders import (
-    prepare,
     presets,
     sweeps,
     validate_spec,
 )
-from builder_ui.engine.store import FINAL_STATUSES, RunNotFoundError
+from builder_ui.engine.store import FINAL_STATUSES, RunNotFoundError, RunRecord
+from builder_ui.engine.train import preflight
 from builder_ui.specs import ExperimentSpec, SpecError
 
 # At most this many runs from one click (a sweep's trials, or presets).
 MAX_RUNS_PER_SUBMIT = 64
 # Queue rows shown: the active runs and this many recent ones.
 RECENT_JOBS = 20
+# The live curves' columns, numbers as numbers even when empty (an object column plots as
+# categories).
+CURVE_DTYPES = {"epoch": "int64", "value": "float64", "metric": "str"}
 
 
 @dataclass
@@ -55,7 +58,7 @@ def _prepare_all(specs: Iterable[ExperimentSpec]) -> None:
     problems = []
     for spec in specs:
         try:
-            prepare(spec)
+            preflight(spec)  # as the engine checks it: fields, data, device, memory budget
         except SpecError as error:
             problems.extend(
                 (path, f"{message} (run {spec.name})") for path, message in error.problems
@@ -71,10 +74,11 @@ def queue_spec(ctx: AppContext, text: str) -> Submitted:
         SpecError: an invalid spec (nothing is stored).
         AppError: too many trials.
     """
-    result = check(text)
+    result = check(text, ctx)
     if not result.ok:
         raise SpecError(result.problems)
     specs, sweep_id = _trial_specs(result.spec)
+    ctx.data_paths.check(*specs)  # each trial's data paths, before any data is read
     _prepare_all(specs)
     run_ids = ctx.jobs.submit(specs, sweep_id=sweep_id)
     what = f"sweep {sweep_id}: {len(run_ids)} runs" if sweep_id else f"run {run_ids[0]}"
@@ -102,24 +106,91 @@ def queue_presets(ctx: AppContext, keys: Sequence[str], epochs: int | None = Non
     return Submitted(run_ids, f"Queued {len(run_ids)} runs: {', '.join(run_ids)}.")
 
 
-def resume(ctx: AppContext, run_id: str) -> str:
-    """Queue an `interrupted` run (its process was killed) to continue from its last epoch."""
+def resume(ctx: AppContext, run_id: str) -> Submitted:
+    """Queue an `interrupted` run to continue from its last epoch, or what is left of its sweep.
+
+    A trial of a stopped sweep brings the rest of the sweep with it: its
+    other `interrupted` trials continue and its `queued` ones, which no
+    process was left to train, train (`JobQueue.resume_sweep`); no trial is
+    added, so the sweep is not duplicated.
+    """
     if not run_id:
         raise AppError("Choose an interrupted run to resume.")
     record = ctx.record(run_id)
     try:
-        ctx.jobs.resume(record.id)
+        left = [record] if record.sweep_id is None else ctx.store.remaining_trials(record.sweep_id)
+        # A run of `keras-seq train` may name any file; the app reads only the user's.
+        ctx.data_paths.check(*(validate_spec(r.spec) for r in left))
+        if record.sweep_id is None:
+            ctx.jobs.resume(record.id)
+            return Submitted(
+                [record.id],
+                f"Queued run {run_id} ({record.name}) to continue from epoch "
+                f"{record.epochs_done + 1}.",
+            )
+        run_ids = ctx.jobs.resume_sweep(record.sweep_id, left)  # read once, checked above
+    except SpecError as error:
+        raise AppError(f"Run {run_id} cannot be resumed here: {error}") from None
     except ValueError as error:
         raise AppError(str(error)) from None
-    return f"Queued run {run_id} ({record.name}) to continue from epoch {record.epochs_done + 1}."
+    return Submitted(
+        run_ids,
+        f"Queued what is left of sweep {record.sweep_id} ({record.name}): "
+        f"{len(run_ids)} trial{'s' if len(run_ids) > 1 else ''}, {', '.join(run_ids)}.",
+    )
+
+
+def _stopped_sweeps_left(ctx: AppContext) -> list[RunRecord]:
+    """The first `queued` trial of each sweep that nothing will train (no trial running,
+    none in this app's queue): what a killed `keras-seq sweep` leaves behind."""
+    queued = [r for r in ctx.store.list_runs(status="queued") if r.sweep_id is not None]
+    mine = {job.run_id for job in ctx.jobs.jobs()}
+    firsts = {}
+    for record in queued:
+        if record.id not in mine:
+            firsts.setdefault(record.sweep_id, record)
+    if not firsts:
+        return []
+    running = {r.sweep_id for r in ctx.store.list_runs(status="running")}
+    return [record for sweep_id, record in firsts.items() if sweep_id not in running]
 
 
 def interrupted_choices(ctx: AppContext) -> list[tuple[str, str]]:
-    """`(label, run id)` of the runs that can be resumed, newest first."""
-    return [
-        (f"{r.id} · {r.name} · interrupted", r.id)
-        for r in reversed(ctx.store.list_runs(status="interrupted"))
+    """`(label, run id)` of the runs that can be resumed, newest first.
+
+    The interrupted runs, then one entry per stopped sweep whose trials are
+    only `queued` (resuming it trains them).
+    """
+    interrupted = ctx.store.list_runs(status="interrupted")
+    choices = [(f"{r.id} · {r.name} · interrupted", r.id) for r in reversed(interrupted)]
+    interrupted_sweeps = {r.sweep_id for r in interrupted}
+    choices += [
+        (f"sweep {r.sweep_id} · {r.name} · trials never started", r.id)
+        for r in reversed(_stopped_sweeps_left(ctx))
+        if r.sweep_id not in interrupted_sweeps
     ]
+    return choices
+
+
+def resume_offer(ctx: AppContext) -> str:
+    """Markdown offering to resume the interrupted runs (shown when the Train tab loads).
+
+    After the app was stopped (or killed) mid-run, the run is `interrupted`
+    with its epochs and checkpoint; the restarted app says so here, newest
+    first, so that one click on Resume continues it. Empty when there is none.
+    """
+    records = list(reversed(ctx.store.list_runs(status="interrupted", history=True)))
+    if not records:
+        return ""
+    lines = [
+        f"- `{r.id}` · {r.name} · {r.epochs_done} of {r.spec['train']['epochs']} epochs kept"
+        for r in records
+    ]
+    return (
+        f"**{len(records)} interrupted run{'s' if len(records) > 1 else ''} can be resumed** "
+        "(stopped before it finished; the finished epochs and the checkpoint are kept). "
+        "Choose one below and press Resume:\n\n" + "\n".join(lines)
+    )
 
 
 def cancel(ctx: AppContext, run_id: str) -> str:
@@ -230,15 +301,111 @@ def active_run(ctx: AppContext) -> str | None:
 
 
 def queue_choices(ctx: AppContext) -> list[tuple[str, str]]:
-    """`(label, run id)` of this app's runs, newest first, for following and cancelling."""
-    return [
-        (f"{job.run_id} · {job.name} · {job.state}", job.run_id)
-        for job in reversed(ctx.jobs.jobs())
-    ]
+    """`(label, run id)` of the runs to follow, newest first: this app's, then other tools'.
+
+    Read from the queue and the store at each call, so a reloaded page or a new
+    tab lists every queued and running run (and each trial of a sweep), not
+    only those its own session queued.
+    """
+    jobs = ctx.jobs.jobs()
+    choices = [(f"{job.run_id} · {job.name} · {job.state}", job.run_id) for job in reversed(jobs)]
+    ours = {job.run_id for job in jobs}
+    for record in reversed(ctx.store.list_runs(status=("queued", "running"))):
+        if record.id not in ours:
+            choices.append((f"{record.id} · {record.name} · {record.status} elsewhere", record.id))
+    return choices
+
+
+def followed_run(ctx: AppContext, mine: Sequence[str] = ()) -> str | None:
+    """The run the Train tab follows unless one is pinned: the newest that trains.
+
+    The run that started training last; else the next to start; else the last
+    one this app queued; else a run training in another process (a CLI sweep).
+    So the view moves on from trial to trial of a sweep and preset to preset.
+    A session that queued runs (`mine`) follows its own while one trains, the
+    one training now while its own wait, and the last of its own once they all
+    ended: another user's later run does not take its view.
+    """
+    jobs = ctx.jobs.jobs()
+    own = [job for job in jobs if job.run_id in set(mine)]
+    if own and not any(job.state in ("queued", "running") for job in own):
+        return own[-1].run_id
+    own_training = [job for job in own if job.state == "running"]
+    training = own_training or [job for job in jobs if job.state == "running"]
+    if training:
+        return max(training, key=lambda job: job.started or 0.0).run_id
+    waiting = [job for job in jobs if job.state == "queued"]
+    if waiting:
+        return min(waiting, key=lambda job: ctx.jobs.position(job.run_id) or 0).run_id
+    if jobs:
+        return jobs[-1].run_id
+    elsewhere = ctx.store.list_runs(status="running")
+    return elsewhere[-1].id if elsewhere else None
+
+
+def training_now(ctx: AppContext) -> bool:
+    """Whether a run waits or trains in this app's queue, or trains in another process.
+
+    The Train tab refreshes itself only while this is true.
+    """
+    if any(job.state in ("queued", "running") for job in ctx.jobs.jobs()):
+        return True
+    return bool(ctx.store.list_runs(status="running"))
+
+
+def _fraction(status: str, progress, epochs_done: int, planned: int) -> float:
+    """The bar's share: live batches when the board has them, else the stored epochs."""
+    if status == "done":
+        return 1.0
+    if progress is not None and progress.epochs and progress.steps:
+        return progress.fraction
+    return min(1.0, epochs_done / planned) if planned else 0.0
+
+
+def _duration(seconds: float) -> str:
+    """`42 s`, `3 min 5 s`, `2 h 10 min`: a time left, as a person says it."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def _live_parts(progress, batch_size: object) -> list[str]:
+    """Epoch and batch, the last logs, the measured throughput and the time left."""
+    parts = [f"epoch {progress.epoch}/{progress.epochs}, batch {progress.step}/{progress.steps}"]
+    logs = ", ".join(f"{k} {v:.4g}" for k, v in list(progress.logs.items())[:3] if math.isfinite(v))
+    if logs:
+        parts.append(logs)
+    if progress.rate:
+        speed = f"{progress.rate:,.1f} batches/s"
+        if isinstance(batch_size, int) and batch_size > 0:
+            speed += f" ({progress.rate * batch_size:,.0f} examples/s)"
+        parts.append(speed)
+    if progress.eta_s is not None:
+        parts.append(f"about {_duration(progress.eta_s)} left")
+    return parts
+
+
+def _sweep_line(ctx: AppContext, sweep_id: str) -> str:
+    """`sweep S: 4 trials, 1 done, 1 running, 2 queued`: where the whole sweep is."""
+    trials = ctx.store.list_runs(sweep_id=sweep_id)
+    counts: dict[str, int] = {}
+    for trial in trials:
+        counts[trial.status] = counts.get(trial.status, 0) + 1
+    states = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return f"sweep {html.escape(sweep_id)}: {len(trials)} trials, {states}"
 
 
 def progress_html(ctx: AppContext, run_id: str | None) -> str:
-    """A progress bar and a status line for one run (HTML)."""
+    """A progress bar and a status line for one run (HTML).
+
+    While it trains: epoch and batch, the last batch's logs, the throughput and
+    the time left at the rate the board measured. After it ended: its final
+    metrics, and for a run that did not finish (cancelled, failed, interrupted)
+    the epochs it trained, with the bar at that share (never 100%).
+    """
     if not run_id:
         return '<div id="ks-progress" class="ks-progress-empty">No run queued yet.</div>'
     progress = ctx.jobs.board.get(run_id)
@@ -246,7 +413,9 @@ def progress_html(ctx: AppContext, run_id: str | None) -> str:
         record = ctx.store.get(run_id, history=False)
     except RunNotFoundError:
         return f'<div id="ks-progress">No run {html.escape(run_id)}.</div>'
-    fraction = progress.fraction if progress else (1.0 if record.status in FINAL_STATUSES else 0)
+    epochs_done = len(ctx.store.history(run_id))
+    planned = int(record.spec.get("train", {}).get("epochs") or 0)
+    fraction = _fraction(record.status, progress, epochs_done, planned)
     status = record.status
     parts = [f"<b>{html.escape(record.name)}</b> ({html.escape(run_id)}): <b>{status}</b>"]
     if status == "queued":
@@ -254,14 +423,11 @@ def progress_html(ctx: AppContext, run_id: str | None) -> str:
         if position is not None:
             parts.append(f"waiting, #{position + 1} in the queue")
     if progress and progress.epochs and status == "running":
-        parts.append(
-            f"epoch {progress.epoch}/{progress.epochs}, batch {progress.step}/{progress.steps}"
-        )
-        logs = ", ".join(
-            f"{k} {v:.4g}" for k, v in list(progress.logs.items())[:3] if math.isfinite(v)
-        )
-        if logs:
-            parts.append(logs)
+        parts.extend(_live_parts(progress, record.spec.get("train", {}).get("batch_size")))
+    elif status in FINAL_STATUSES and status != "done" and planned:
+        parts.append(f"{epochs_done} of {planned} epochs trained")
+    if record.sweep_id is not None:
+        parts.append(_sweep_line(ctx, record.sweep_id))
     device = record.device or (progress.device if progress else None)
     if device:
         parts.append(f"on {html.escape(device)} ({html.escape(record.precision or '?')})")
@@ -296,14 +462,64 @@ def curves_frame(ctx: AppContext, run_id: str | None):
 
     columns = ["epoch", "value", "metric"]
     if not run_id:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=columns).astype(CURVE_DTYPES)
     try:
         history = ctx.store.history(run_id)
     except RunNotFoundError:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=columns).astype(CURVE_DTYPES)
     rows = []
     for epoch in history:
         for name, value in epoch.metrics.items():
             if isinstance(value, (int, float)) and math.isfinite(value):
                 rows.append({"epoch": epoch.epoch, "value": float(value), "metric": name})
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.astype(CURVE_DTYPES)
+
+
+def _is_loss(metric: str) -> bool:
+    """Losses and errors go on their own axes: their scale is not that of accuracies."""
+    return "loss" in metric or "error" in metric
+
+
+def live_curves_figure(ctx: AppContext, run_id: str | None):
+    """The followed run's metrics per finished epoch: a matplotlib figure, or None.
+
+    Losses (and errors) on the left axes and the other metrics on the right,
+    each with its legend inside the axes so that it is never cut off; None
+    while the run has no finished epoch. A new figure every time, so each run
+    is drawn from its own data alone.
+    """
+    frame = curves_frame(ctx, run_id)
+    if frame.empty:
+        return None
+    # matplotlib loads when a figure is drawn, not on import.
+    from matplotlib.figure import Figure
+
+    names = list(dict.fromkeys(frame["metric"]))
+    groups = [
+        g for g in ([n for n in names if _is_loss(n)], [n for n in names if not _is_loss(n)]) if g
+    ]
+    figure = Figure(figsize=(10, 3.6), layout="constrained")
+    for index, group in enumerate(groups):
+        axes = figure.add_subplot(1, len(groups), index + 1)
+        for name in group:
+            rows = frame[frame["metric"] == name]
+            axes.plot(rows["epoch"], rows["value"], marker="o", markersize=3, label=name)
+        axes.set_xlabel("epoch")
+        axes.set_ylabel("loss" if _is_loss(group[0]) else "metric")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize="small", loc="best")
+        axes.xaxis.get_major_locator().set_params(integer=True)
+    figure.suptitle(f"{ctx.store.get(run_id, history=False).name} ({run_id})", fontsize="medium")
+    return figure
+
+
+def curves_key(ctx: AppContext, run_id: str | None) -> str:
+    """What the live curves show, in short: the figure is drawn again only when this changes."""
+    if not run_id:
+        return ""
+    try:
+        history = ctx.store.history(run_id)
+    except RunNotFoundError:
+        return f"{run_id}:missing"
+    return f"{run_id}:{len(history)}"

@@ -10,6 +10,21 @@ Problems are listed under the editor, each with its field path, and shown
 again under the field they concern. Edits of one session are applied one at
 a time, in order, so quick typing in several fields loses nothing.
 
+A `model: {type: graph}` spec is also shown on a canvas (`builder_ui.app.canvas`,
+started by "New graph", or by "Open this model as a graph" for a plain stack):
+a canvas edit rewrites the YAML's `model:` section
+(`actions.canvas.apply_graph`) and is checked like any other edit; every change
+of the spec redraws the canvas with its shapes and errors (`spec.change`), except
+while a newer canvas edit is on its way (`canvas_synced` holds the last one written).
+
+Nothing is lost unasked, and nothing stale is shown: the spec as last edited
+is kept in the browser's local storage (`gr.BrowserState`) with the preset it
+started from, and a reload restores it; picking another preset, or leaving
+or reloading the page, while the spec differs from the preset as loaded asks
+first (a `confirm()` and a `beforeunload` prompt: `CONFIRM_PRESET_JS`,
+`LEAVE_GUARD_JS`, `EDITED_JS`). The model summary is cleared whenever the
+spec changes, since it describes the spec it was built from.
+
 Layout and wiring only: everything the tab does is in `builder_ui.app.actions`.
 """
 
@@ -20,7 +35,8 @@ from typing import Any
 
 import gradio as gr
 
-from builder_ui.app import actions, uploads
+from builder_ui.app import actions, canvas, uploads
+from builder_ui.app.actions import canvas as canvas_actions
 from builder_ui.app.forms import NULL, FormField
 from builder_ui.builders import presets
 from builder_ui.results import model_view
@@ -28,6 +44,44 @@ from builder_ui.specs import SpecError
 
 SECTION_TITLES = {"run": "Run", "task": "Task", "model": "Model", "train": "Training"}
 FIELDS_PER_ROW = 3
+STORAGE_KEY = "keras_seq_build_spec"  # the browser's local storage entry of the spec
+
+# In the browser, whenever the editor's text changes and after a preset is loaded or restored:
+# the text goes into the stored spec, and `window.ksSpecEdited` says whether it differs from the
+# preset as loaded (`stored.base`). The editor drops the text's last newline, so trailing space
+# is no edit.
+EDITED_JS = """
+(text, stored) => {
+  window.ksSpecEdited = Boolean(
+    stored && stored.base != null && (text || "").trimEnd() !== stored.base.trimEnd());
+  return [stored ? {...stored, text: text} : stored];
+}
+"""
+# The page asks before it is left or reloaded while the spec has edits (`window.ksSpecEdited`).
+# Installed once, when the page loads.
+LEAVE_GUARD_JS = """
+(text, stored) => {
+  window.ksSpecEdited = Boolean(
+    stored && stored.base != null && (text || "").trimEnd() !== stored.base.trimEnd());
+  if (!window.ksLeaveGuard) {
+    window.ksLeaveGuard = true;
+    window.addEventListener("beforeunload", (event) => {
+      if (window.ksSpecEdited) { event.preventDefault(); event.returnValue = ""; }
+    });
+  }
+}
+"""
+# Another preset replaces the spec: with edits, only once the user agrees. "No" sends null,
+# and the handler then puts the dropdown back.
+CONFIRM_PRESET_JS = """
+(key, ...rest) => {
+  if (window.ksSpecEdited &&
+      !window.confirm("Load this preset? Your edits to the spec will be replaced.")) {
+    return [null, ...rest];
+  }
+  return [key, ...rest];
+}
+"""
 
 
 @dataclass
@@ -95,11 +149,19 @@ def _type_errors(result: actions.Check) -> tuple[str, str]:
 def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     """Lay out the Build tab and wire its events."""
     initial = actions.preset_text(presets.DEFAULT_PRESET)
-    initial_check = actions.check(initial)
+    initial_check = actions.check(initial, ctx)
     initial_task, initial_model = actions.section_types(initial)
     form_key = gr.State(0)
     spec = gr.State(initial)
     upload_task = gr.State(None)
+    # The preset last loaded and its text as loaded: the spec's edits are what differs.
+    loaded = gr.State({"preset": presets.DEFAULT_PRESET, "text": initial})
+    # The spec as last edited (`text`), with `loaded` (`preset`, `base`), kept across reloads
+    # in the browser's local storage.
+    stored = gr.BrowserState({"text": None, "base": None, "preset": None}, storage_key=STORAGE_KEY)
+    # The revision of the last canvas edit written into the spec (see `on_spec_for_canvas`).
+    canvas_synced = gr.State(0)
+    initial_graph = canvas_actions.is_graph(initial)
 
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
@@ -162,6 +224,22 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
                 use_upload = gr.Button(
                     "Use this file as the task", elem_id="use-upload", interactive=False
                 )
+            with gr.Row():
+                new_graph = gr.Button(
+                    "New graph: assemble the model on a canvas",
+                    elem_id="new-graph",
+                    size="sm",
+                )
+                # A plain stack (a preset of the arc) as the same layers, to rewire.
+                open_graph = gr.Button(
+                    "Open this model as a graph", elem_id="open-as-graph", size="sm"
+                )
+            with gr.Column(visible=initial_graph, elem_id="graph-panel") as graph_panel:
+                graph = gr.HTML(
+                    canvas_actions.canvas_value(initial) if initial_graph else None,
+                    elem_id="graph-canvas",
+                    **canvas.html_kwargs(),
+                )
             form_area = gr.Column(elem_id="spec-form")
         with gr.Column(scale=2):
             code = gr.Code(
@@ -212,10 +290,10 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     # -- the form -------------------------------------------------------------------------
 
     with form_area:
-
-        @gr.render(inputs=[spec], triggers=[form_key.change, root.load])
+        # Drawn on load too: loading the page (`on_load`) moves the form key on.
+        @gr.render(inputs=[spec], triggers=[form_key.change])
         def draw_form(text: str) -> None:
-            result = actions.check(text)
+            result = actions.check(text, ctx)
             fields = actions.fields(text)
             field_errors = result.errors_by_field()
             if not fields:
@@ -271,7 +349,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     # -- spec text, presets, types ----------------------------------------------------------
 
     def on_code_input(text: str) -> list:
-        result = actions.check(text)
+        result = actions.check(text, ctx)
         return [text, actions.problems_markdown(result.problems), *_type_errors(result)]
 
     code.input(
@@ -296,24 +374,68 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         **serial,
     )
 
-    def on_preset(key: str, form: int) -> list:
+    preset_outputs = [
+        *[*spec_outputs, form_key, preset_info, task_type, model_type],
+        *[preset, loaded, stored],
+    ]
+
+    def on_preset(key: str | None, form: int, began: dict) -> list:
+        if key is None:  # the user kept the edits: the dropdown shows the preset they began from
+            return [gr.skip()] * 9 + [gr.update(value=began["preset"]), gr.skip(), gr.skip()]
         try:
             text = actions.preset_text(key)
         except actions.AppError as error:
-            return refused(error, 4)
+            return refused(error, 7)
         return [
-            *spec_updates(text, actions.check(text)),
+            *spec_updates(text, actions.check(text, ctx)),
             form + 1,
             actions.preset_description(key),
             *_types(text),
+            gr.skip(),
+            {"preset": key, "text": text},
+            {"text": text, "base": text, "preset": key},
         ]
 
-    preset.input(
+    # `select`, not `input`: the dropdown reports an input again when the confirm() takes its
+    # focus, which would ask twice.
+    preset.select(
         on_preset,
-        inputs=[preset, form_key],
-        outputs=[*spec_outputs, form_key, preset_info, task_type, model_type],
+        inputs=[preset, form_key, loaded],
+        outputs=preset_outputs,
         api_name="load_preset",
+        js=CONFIRM_PRESET_JS,
         **serial,
+    ).then(None, inputs=[code, stored], outputs=[stored], js=EDITED_JS, api_name="preset_edited")
+
+    # -- the spec across reloads, and the summary that no longer matches it ----------------
+
+    def on_load(saved: Any, form: int) -> list:
+        """Restore the spec this browser kept (if any), and draw the form."""
+        text = saved.get("text") if isinstance(saved, dict) else None
+        if not isinstance(text, str):
+            began = {"text": initial, "base": initial, "preset": presets.DEFAULT_PRESET}
+            return [gr.skip()] * 5 + [form + 1] + [gr.skip()] * 5 + [began]
+        key = saved.get("preset")
+        key = key if key in {k for _, k in actions.presets_list()} else None
+        base = saved.get("base") if isinstance(saved.get("base"), str) else text
+        return [
+            *spec_updates(text, actions.check(text, ctx)),
+            form + 1,
+            actions.preset_description(key) if key else gr.skip(),
+            *_types(text),
+            gr.update(value=key) if key else gr.skip(),
+            {"preset": key, "text": base},
+            {"text": text, "base": base, "preset": key},
+        ]
+
+    root.load(
+        on_load, inputs=[stored, form_key], outputs=preset_outputs, api_name="restore_spec"
+    ).then(None, inputs=[code, stored], js=LEAVE_GUARD_JS, api_name="guard_edits")
+
+    # Kept in the browser as the editor's text changes, with no round trip to the server: a
+    # reload right after an edit finds it stored.
+    code.change(
+        None, inputs=[code, stored], outputs=[stored], js=EDITED_JS, api_name="remember_spec"
     )
 
     def on_type(section: str):
@@ -411,11 +533,91 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         **serial,
     )
 
+    # -- the graph canvas -------------------------------------------------------------------
+
+    def on_canvas_edit(text: str, value: Any) -> list:
+        """A canvas edit: its nodes go into the spec's `model:`; the report follows the spec."""
+        try:
+            new_text, result = canvas_actions.apply_graph(text, value)
+        except actions.AppError as error:
+            return refused(error, 2)
+        nodes, revision = canvas_actions.sent_nodes(value)
+        # An unchanged spec fires no `spec.change`: the canvas gets its report from here.
+        answer = (
+            canvas_actions.canvas_value(text, revision=revision, nodes=nodes)
+            if new_text == text
+            else gr.skip()
+        )
+        return [*spec_updates(new_text, result), revision, answer]
+
+    getattr(graph, canvas.EDIT_EVENT)(
+        on_canvas_edit,
+        inputs=[spec, graph],
+        outputs=[*spec_outputs, canvas_synced, graph],
+        api_name="canvas_edit",
+        show_progress="hidden",
+        trigger_mode="always_last",
+        **serial,
+    )
+
+    def on_spec_for_canvas(text: str, value: Any, synced: int) -> list:
+        """Show the canvas for a graph spec, and redraw it from the spec that changed.
+
+        While a newer canvas edit than the one this spec holds is on its way, the canvas
+        keeps its nodes (that edit's own change redraws it).
+        """
+        if not canvas_actions.is_graph(text):
+            return [gr.update(visible=False), gr.skip()]
+        nodes, revision = canvas_actions.sent_nodes(value)
+        if nodes is not None and revision > synced and nodes != canvas_actions.graph_nodes(text):
+            return [gr.update(visible=True), gr.skip()]
+        # The canvas's value may be older than the last edit written (read when this was
+        # sent): the answer is stamped with that edit, and a canvas that has a newer one drops it.
+        revision = max(revision, synced)
+        return [
+            gr.update(visible=True),
+            canvas_actions.canvas_value(text, revision=revision, nodes=nodes),
+        ]
+
+    spec.change(
+        on_spec_for_canvas,
+        inputs=[spec, graph, canvas_synced],
+        outputs=[graph_panel, graph],
+        api_name="spec_to_canvas",
+        show_progress="hidden",
+        **serial,
+    )
+
+    def to_graph(make):
+        """A button's handler: the spec's model made a graph by `make(text)`, the form redrawn."""
+
+        def handler(text: str, form: int) -> list:
+            try:
+                new_text, result = make(text)
+            except actions.AppError as error:
+                return refused(error, 2)
+            model = gr.update(value=canvas_actions.GRAPH_TYPE)
+            return [*spec_updates(new_text, result), form + 1, model]
+
+        return handler
+
+    for button, make, name in (
+        (new_graph, canvas_actions.new_graph, "new_graph"),
+        (open_graph, canvas_actions.open_as_graph, "open_as_graph"),
+    ):
+        button.click(
+            to_graph(make),
+            inputs=[spec, form_key],
+            outputs=[*spec_outputs, form_key, model_type],
+            api_name=name,
+            **serial,
+        )
+
     # -- summary ----------------------------------------------------------------------------
 
     def on_summarize(text: str) -> list:
         try:
-            summary = actions.summarize(text)
+            summary = actions.summarize(text, ctx)
         except SpecError as error:
             lines = actions.problems_markdown(error.problems)
             return [f"**The model cannot be built yet.**\n\n{lines}", gr.skip(), gr.skip()]
@@ -427,6 +629,12 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         inputs=[code],
         outputs=[summary_headline, summary_table, diagram],
         api_name="summarize",
+    )
+    spec.change(
+        lambda: ["", {"headers": list(model_view.TABLE_HEADERS), "data": []}, ""],
+        outputs=[summary_headline, summary_table, diagram],
+        api_name="clear_summary",
+        show_progress="hidden",
     )
     return BuildTab(code, errors, form_key)
 

@@ -1,5 +1,9 @@
 """The Inspect tab: a finished run's predictions, attention, gradient flow and positions.
 
+Nothing stale stays: choosing another run clears every output of the one
+before, and the message (an error) belongs to the sub-tab that made it, so
+opening another sub-tab clears it.
+
 Layout and wiring only: everything the tab does is in `builder_ui.app.actions`
 (and `builder_ui.results.inspection`).
 """
@@ -24,6 +28,11 @@ HINTS = {
     "other": "Leave the input empty to use a validation example.",
 }
 
+# The outputs of a run emptied: message, summary, table (no rows), and the four figures.
+CLEAR_RUN_JS = """
+() => ["", "", {"headers": ["output", "value"], "data": []}, null, null, null, null]
+"""
+
 
 def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
     """Lay out the Inspect tab and wire its events."""
@@ -38,7 +47,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
         refresh = gr.Button("Refresh runs", elem_id="inspect-refresh", scale=1)
     hint = gr.Markdown(elem_id="inspect-hint")
     message = gr.Markdown(elem_id="inspect-message")
-    with gr.Tab("Predictions and attention"):
+    with gr.Tab("Predictions and attention") as predictions_tab:
         with gr.Row(equal_height=True):
             text = gr.Textbox(
                 label="Input (empty: the validation example below)",
@@ -58,7 +67,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
                 label="Output",
             )
             figure = gr.Plot(label="Attention / pointer heatmap", elem_id="predict-plot")
-    with gr.Tab("Gradient flow"):
+    with gr.Tab("Gradient flow") as gradient_tab:
         gr.Markdown(
             "‖∂L/∂x_t‖ of a last-step loss at every earlier step, through each recurrent layer "
             "with its trained weights: a falling line is a vanishing gradient, a flat one the "
@@ -68,7 +77,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
             steps = gr.Number(value=50, precision=0, label="Steps", elem_id="gradient-steps")
             gradient_button = gr.Button("Measure", elem_id="gradient-button")
         gradient_plot = gr.Plot(elem_id="gradient-plot")
-    with gr.Tab("Positional encoding"):
+    with gr.Tab("Positional encoding") as positional_tab:
         gr.Markdown(
             "The sinusoids of Vaswani et al. (2017): the run's own when it has a sinusoidal "
             "encoding, else one of the size given here."
@@ -78,7 +87,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
             length = gr.Number(value=50, precision=0, label="Positions", elem_id="pe-length")
             positional_button = gr.Button("Draw", elem_id="pe-button")
         positional_plot = gr.Plot(elem_id="pe-plot")
-    with gr.Tab("ViT position similarity"):
+    with gr.Tab("ViT position similarity") as vit_tab:
         gr.Markdown(
             "Cosine similarity between the learned position embeddings of a ViT's patches, "
             "on the patch grid (Dosovitskiy et al. 2020, figure 7)."
@@ -104,6 +113,25 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
         return HINTS[model_kind(record.spec)]
 
     run.change(on_run, inputs=[run], outputs=[hint], api_name="inspect_hint")
+
+    # What the previous run gave (its message, predictions and figures) goes with it. Cleared
+    # in the browser, at once: a clear from the server could land after the next prediction.
+    outputs_of_a_run = [message, summary, table, figure, gradient_plot, positional_plot, vit_plot]
+    run.change(
+        None,
+        outputs=outputs_of_a_run,
+        js=CLEAR_RUN_JS,
+        api_name="inspect_clear",
+        show_progress="hidden",
+    )
+    sub_tabs = {
+        "predictions": predictions_tab,
+        "gradient": gradient_tab,
+        "positional": positional_tab,
+        "vit": vit_tab,
+    }
+    for name, sub_tab in sub_tabs.items():
+        sub_tab.select(None, outputs=[message], js="() => ['']", api_name=f"open_inspect_{name}")
 
     def on_predict(run_id: str, typed: str, index: Any) -> list:
         try:

@@ -1,19 +1,34 @@
 """The Train tab: queue the spec (or several presets), follow a run live, cancel it.
 
-A `gr.Timer` polls the queue and the followed run once a second: the queue
-table, the progress bar (from the in-memory progress the training thread
-reports after every batch) and the learning curves (from the store, one point
-per finished epoch). A poll that finds nothing new changes nothing on the
-page. The poll also publishes a version of the store (runs and finished runs
-counted) that the Compare tab watches to refresh its table.
+Updates are pushed: each page load opens one stream (an async generator, the
+`watch` event) that sends the page what changed, as it changes: the queue
+table, the "Follow run" choices, the progress line (from the in-memory
+progress the training processes report after every batch: epoch, batch,
+throughput, time left), the learning curves (a matplotlib figure from the
+store, drawn again only when an epoch ends) and the store's version, which the
+Compare tab watches to refresh its table. The stream wakes when the progress
+board moves (`ProgressBoard.version`) and reads the store once a second while
+something waits or trains anywhere, every few seconds otherwise (to see runs
+started by another tool); it sends a part only when it differs from what the
+page has, so an idle page gets nothing but a rare keep-alive, and it makes no
+request of its own (the bug this replaces: a 1 s timer per tab whose every tick
+was a request, and the browser aborted about one a second). What the page
+follows lives on the server (`actions.TrainViews`, by session), where the
+handlers write it and the stream reads it. Unless a run is pinned (chosen in
+"Follow run"), the tab follows the newest training run, so it moves on from
+preset to preset and trial to trial. API clients read the same view with the
+`poll` endpoint.
 
 Layout and wiring only: everything the tab does is in `builder_ui.app.actions`.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +37,17 @@ import gradio as gr
 from builder_ui.app import actions
 from builder_ui.specs import SpecError
 
-POLL_SECONDS = 1.0
+# The stream reads the store at most this often, however fast batches come.
+MIN_REFRESH_S = 0.5
+# ...and at least this often while something waits or trains, or else.
+BUSY_REFRESH_S = 1.0
+IDLE_REFRESH_S = 5.0
+# A page that got nothing for this long gets an empty message: how a closed page is noticed.
+KEEPALIVE_S = 10.0
+# How often the stream looks at the progress board (a counter: no I/O).
+WAKE_S = 0.1
+
+_logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -32,18 +57,16 @@ class TrainTab:
     store_version: gr.State
 
 
-def _store_version(ctx: actions.AppContext) -> str:
-    records = ctx.store.list_runs()
-    finished = sum(1 for r in records if r.status not in ("queued", "running"))
-    return f"{len(records)}:{finished}"
+def train_tab(ctx: actions.AppContext, spec_code: gr.Code, page: gr.Blocks) -> TrainTab:
+    """Lay out the Train tab and wire its events.
 
-
-def train_tab(ctx: actions.AppContext, spec_code: gr.Code) -> TrainTab:
-    """Lay out the Train tab and wire its events; `spec_code` is the Build tab's spec editor."""
-    session_runs = gr.State([])
-    signature = gr.State("")
-    store_version = gr.State(_store_version(ctx))
-
+    Args:
+        ctx: The app's context.
+        spec_code: The Build tab's spec editor (what "Queue the spec" queues).
+        page: The whole app, whose load opens the tab's stream.
+    """
+    views = actions.TrainViews()
+    store_version = gr.State(actions.store_version(ctx))
     with gr.Row(equal_height=True):
         queue_button = gr.Button(
             "Queue the spec from the Build tab", variant="primary", elem_id="queue-button", scale=2
@@ -80,47 +103,67 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code) -> TrainTab:
             elem_id="follow-run",
             scale=3,
         )
+        newest = gr.Checkbox(
+            value=True,
+            label="Follow the newest run (choosing one pins it)",
+            elem_id="follow-newest",
+            scale=1,
+        )
         cancel_button = gr.Button("Cancel this run", variant="stop", elem_id="cancel-button")
     progress = gr.HTML(actions.progress_html(ctx, None), elem_id="run-progress")
-    with gr.Accordion("Resume an interrupted run", open=False, elem_id="resume-panel"):
+    resumable = actions.interrupted_choices(ctx)
+    # Open, with the newest chosen, when the app starts with interrupted runs (after a stop).
+    with gr.Accordion("Resume an interrupted run", open=bool(resumable), elem_id="resume-panel"):
         gr.Markdown(
             "A run whose process was killed (the app stopped, the machine ran out of memory) "
             "keeps its finished epochs and continues from the next one."
         )
+        # A callable value is read again at each page load.
+        gr.Markdown(lambda: actions.resume_offer(ctx), elem_id="resume-offer")
         with gr.Row(equal_height=True):
             interrupted = gr.Dropdown(
-                choices=actions.interrupted_choices(ctx),
+                choices=resumable,
+                value=resumable[0][1] if resumable else None,
                 label="Interrupted run",
                 allow_custom_value=True,
                 elem_id="resume-run",
                 scale=3,
             )
             resume_button = gr.Button("Resume", elem_id="resume-button")
-    curves = gr.LinePlot(
-        value=actions.curves_frame(ctx, None),
-        x="epoch",
-        y="value",
-        color="metric",
-        label="Learning curves (every epoch)",
-        elem_id="run-curves",
-        height=320,
-    )
-    timer = gr.Timer(POLL_SECONDS)
+    curves = gr.Plot(label="Learning curves (every epoch)", elem_id="run-curves")
 
-    def after_submit(submitted: actions.Submitted, mine: list[str]) -> list:
-        mine = [*mine, *submitted.run_ids]
-        followed = submitted.run_ids[0]
+    def sent(snap: actions.Snapshot, view: actions.TrainView, parts: tuple[str, ...]) -> dict:
+        """Gradio updates of `parts` of `snap` (the stream's outputs), recorded as sent."""
+        snap.news(view, parts)
+        updates = {
+            "table": snap.table,
+            "progress": snap.progress,
+            "follow": gr.update(choices=snap.choices, value=snap.run_id),
+            "store_version": snap.store_version,
+        }
+        if "curves" in parts:
+            updates["curves"] = actions.live_curves_figure(ctx, snap.run_id)
+        return {name: updates[name] for name in parts}
+
+    def after_submit(submitted: actions.Submitted, view: actions.TrainView, pinned: bool) -> list:
+        with view.lock:
+            view.mine.extend(submitted.run_ids)
+            if pinned:  # a resumed run: shown until the user picks another
+                view.run_id, view.newest, view.auto_run = submitted.run_ids[0], False, ""
+            else:  # the newest, as `TrainView.follows` chooses it with the page's runs now
+                view.run_id, view.newest = None, True
+        shown = sent(actions.snapshot(ctx, view), view, ("follow", "table", "progress"))
         return [
             f"✓ {submitted.message}",
-            mine,
-            gr.update(choices=actions.queue_choices(ctx), value=followed),
-            actions.queue_frame(ctx),
-            actions.progress_html(ctx, followed),
+            shown["follow"],
+            shown["table"],
+            shown["progress"],
+            not pinned,
         ]
 
-    submit_outputs = [message, session_runs, follow, queue_table, progress]
+    submit_outputs = [message, follow, queue_table, progress, newest]
 
-    def submit(queue: Callable[[], Any], mine: list[str]) -> list:
+    def submit(queue: Callable[[], Any], request: gr.Request) -> list:
         """Queue with `queue()`; a refusal is shown and changes nothing else."""
         try:
             submitted = queue()
@@ -131,27 +174,25 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code) -> TrainTab:
             ]
         except actions.AppError as error:
             return [f"✗ {error}", *[gr.skip()] * 4]
-        return after_submit(submitted, mine)
+        return after_submit(submitted, views.of(request.session_hash), pinned=False)
 
-    def on_queue(text: str, mine: list[str]) -> list:
-        return submit(lambda: actions.queue_spec(ctx, text), mine)
+    def on_queue(text: str, request: gr.Request) -> list:
+        return submit(lambda: actions.queue_spec(ctx, text), request)
 
-    queue_button.click(
-        on_queue, inputs=[spec_code, session_runs], outputs=submit_outputs, api_name="queue"
-    )
+    queue_button.click(on_queue, inputs=[spec_code], outputs=submit_outputs, api_name="queue")
 
-    def on_queue_presets(keys: list[str], epochs: Any, mine: list[str]) -> list:
+    def on_queue_presets(keys: list[str], epochs: Any, request: gr.Request) -> list:
         def queue():
             text = str(epochs or "").strip()
             if text and not (text.isdigit() and int(text) >= 1):
                 raise actions.AppError(f"Epochs: expected a positive integer, got {text!r}.")
             return actions.queue_presets(ctx, keys, int(text) if text else None)
 
-        return submit(queue, mine)
+        return submit(queue, request)
 
     queue_presets_button.click(
         on_queue_presets,
-        inputs=[queue_presets, queue_epochs, session_runs],
+        inputs=[queue_presets, queue_epochs],
         outputs=submit_outputs,
         api_name="queue_presets",
     )
@@ -164,26 +205,25 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code) -> TrainTab:
         return [f"■ {said}", actions.queue_frame(ctx), actions.progress_html(ctx, run_id)]
 
     cancel_button.click(
-        on_cancel, inputs=[follow], outputs=[message, queue_table, progress], api_name="cancel"
+        on_cancel,
+        inputs=[follow],
+        outputs=[message, queue_table, progress],
+        api_name="cancel",
     )
 
-    def on_resume(run_id: str | None, mine: list[str]) -> list:
+    def on_resume(run_id: str | None, request: gr.Request) -> list:
         try:
-            said = actions.resume(ctx, run_id)
+            submitted = actions.resume(ctx, run_id)
         except actions.AppError as error:
             return [f"✗ {error}", *[gr.skip()] * 5]
         return [
-            f"✓ {said}",
-            [*mine, run_id],
-            gr.update(choices=actions.queue_choices(ctx), value=run_id),
-            actions.queue_frame(ctx),
-            actions.progress_html(ctx, run_id),
+            *after_submit(submitted, views.of(request.session_hash), pinned=True),
             gr.update(choices=actions.interrupted_choices(ctx), value=None),
         ]
 
     resume_button.click(
         on_resume,
-        inputs=[interrupted, session_runs],
+        inputs=[interrupted],
         outputs=[*submit_outputs, interrupted],
         api_name="resume",
     )
@@ -201,33 +241,108 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code) -> TrainTab:
         show_progress="hidden",
     )
 
-    def on_follow(run_id: str | None) -> list:
-        return [actions.progress_html(ctx, run_id), actions.curves_frame(ctx, run_id)]
+    def on_follow(run_id: str | None, request: gr.Request) -> list:
+        """A run chosen by hand is pinned: the tab stays on it until "newest" is ticked."""
+        view = views.of(request.session_hash)
+        with view.lock:
+            if (run_id or None) == view.run_id:
+                # The run shown already: the menu was opened and left (a blur sends its
+                # value again), which pins nothing.
+                return [gr.skip()] * 3
+            view.run_id, view.newest, view.auto_run = run_id or None, False, ""
+        shown = sent(actions.snapshot(ctx, view), view, ("progress", "curves"))
+        return [shown["progress"], shown["curves"], False]
 
-    follow.input(on_follow, inputs=[follow], outputs=[progress, curves], api_name="follow")
+    follow.input(on_follow, inputs=[follow], outputs=[progress, curves, newest], api_name="follow")
 
-    def on_tick(run_id: str | None, mine: list[str], seen: str, version: str) -> list:
-        if not run_id and mine:
-            run_id = mine[-1]
-        table = actions.queue_frame(ctx)
-        bar = actions.progress_html(ctx, run_id)
-        lines = actions.curves_frame(ctx, run_id)
-        choices = actions.queue_choices(ctx)
-        parts = [table.to_json(), bar, str(len(lines)), str(run_id), repr(choices)]
-        digest = hashlib.sha1("\x00".join(parts).encode()).hexdigest()
-        new_version = _store_version(ctx)
-        version_update = new_version if new_version != version else gr.skip()
-        if digest == seen:
-            return [gr.skip()] * 5 + [version_update]
-        follow_update = gr.update(choices=choices, value=run_id) if run_id else gr.skip()
-        return [table, bar, lines, follow_update, digest, version_update]
+    def on_newest(ticked: bool, request: gr.Request) -> list:
+        view = views.of(request.session_hash)
+        with view.lock:
+            view.newest = ticked
+            view.auto_run = ""
+            if not ticked:  # the run shown now stays: it is pinned
+                return [gr.skip()] * 3
+            view.run_id = None  # chosen afresh: the newest
+        shown = sent(actions.snapshot(ctx, view), view, ("follow", "progress", "curves"))
+        return [shown["follow"], shown["progress"], shown["curves"]]
 
-    timer.tick(
-        on_tick,
-        inputs=[follow, session_runs, signature, store_version],
-        outputs=[queue_table, progress, curves, follow, signature, store_version],
-        api_name="poll",
+    newest.input(
+        on_newest,
+        inputs=[newest],
+        outputs=[follow, progress, curves],
+        api_name="follow_newest",
+    )
+
+    stream_parts = ("table", "progress", "curves", "follow", "store_version")
+    stream_outputs = [queue_table, progress, curves, follow, store_version]
+
+    def refreshed(view: actions.TrainView) -> tuple[bool, dict | None]:
+        """Whether something waits or trains, and the parts the page has not got (or None)."""
+        snap = actions.snapshot(ctx, view)
+        new = snap.news(view)
+        if not new:
+            return snap.busy, None
+        return snap.busy, sent(snap, view, tuple(part for part in stream_parts if part in new))
+
+    async def watch(request: gr.Request) -> AsyncIterator[list]:
+        """The page's stream: what changed, when it changes, until the page goes."""
+        session = request.session_hash
+        view = views.of(session)
+        board = ctx.jobs.board
+        seen, earliest, due = -1, 0.0, 0.0
+        last_sent = time.monotonic()
+        try:
+            while True:
+                now = time.monotonic()
+                if (board.version != seen and now >= earliest) or now >= due:
+                    seen = board.version
+                    try:
+                        busy, shown = await asyncio.to_thread(refreshed, view)
+                    except Exception:  # a failed read (a locked store) must not end the stream
+                        _logger.exception("The Train tab could not refresh; it tries again")
+                        with view.lock:  # what was not sent is sent at the next refresh
+                            view.sent.clear()
+                        busy, shown = True, None
+                    earliest = now + MIN_REFRESH_S
+                    due = now + (BUSY_REFRESH_S if busy else IDLE_REFRESH_S)
+                    if shown is not None:
+                        yield [shown.get(name, gr.skip()) for name in stream_parts]
+                        last_sent = time.monotonic()
+                        continue
+                if now - last_sent >= KEEPALIVE_S:
+                    yield [gr.skip()] * len(stream_parts)
+                    last_sent = now
+                await asyncio.sleep(WAKE_S)
+        finally:
+            views.forget(session)
+
+    page.load(
+        watch,
+        outputs=stream_outputs,
+        api_name="watch",
+        api_visibility="undocumented",
         show_progress="hidden",
         concurrency_limit=None,
     )
+
+    def poll(run_id: str = "") -> dict:
+        """What the Train tab shows: the queue, and the progress of `run_id` (or the newest).
+
+        Returns:
+            `run_id` (the run shown), `queue` (`headers`, `data`), `progress`
+            (HTML), `follow` (the "Follow run" choices as `[label, run id]`)
+            and `busy` (whether something waits or trains).
+        """
+        view = actions.TrainView(run_id=run_id or None, newest=not run_id)
+        snap = actions.snapshot(ctx, view)
+        table = json.loads(snap.table.to_json(orient="split"))
+        return {
+            "run_id": snap.run_id,
+            "queue": {"headers": table["columns"], "data": table["data"]},
+            "progress": snap.progress,
+            "follow": [list(choice) for choice in snap.choices],
+            "busy": snap.busy,
+        }
+
+    gr.api(poll, api_name="poll")
     return TrainTab(store_version)

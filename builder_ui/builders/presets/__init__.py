@@ -118,6 +118,12 @@ _STAGES: tuple[tuple[str, str, str], ...] = (
         "11 · Pointer network",
         "Vinyals, Fortunato & Jaitly (2015): attention over the inputs is the output (sorting).",
     ),
+    (
+        "graph_attention_classifier",
+        "12 · Assembled graph",
+        "A model of your own, block by block on the canvas: attention over a bidirectional "
+        "1997 LSTM.",
+    ),
 )
 
 _ARC: tuple[Preset, ...] = tuple(

@@ -57,7 +57,7 @@ def test_every_preset_is_a_valid_spec_whose_model_fits_its_task():
     keys = [preset.key for preset in presets.arc_presets()]
     assert keys[:5] == ["vanilla_rnn", "lstm_1997", "lstm_forget_gate", "peephole_lstm", "gru"]
     assert {"seq2seq", "seq2seq_bahdanau", "seq2seq_luong", "transformer", "vit"} <= set(keys)
-    assert keys[-1] == "pointer_network"
+    assert keys[-2:] == ["pointer_network", "graph_attention_classifier"]
     for key, _ in [(p.key, p) for p in presets.arc_presets()]:
         result = actions.check(actions.preset_text(key))
         assert result.ok, (key, result.problems)
@@ -506,7 +506,7 @@ def test_the_results_table_shows_every_run_filtered_newest_first_and_as_csv(trai
     assert "train.learning_rate" in table.columns  # differs between the runs
     record = ctx.store.get(run_id)
     row = table[table["id"] == run_id].iloc[0]
-    assert row["accuracy"] == pytest.approx(record.metrics["accuracy"], rel=1e-3)
+    assert row["val_accuracy"] == pytest.approx(record.metrics["accuracy"], rel=1e-3)
     assert row["params"] == record.params and row["device"] == "CPU"
     assert list(actions.results_frame(ctx, "tiny-sweep")["id"]) == list(reversed(swept.run_ids))
     assert actions.results_frame(ctx, "no such run").empty
@@ -520,7 +520,13 @@ def test_the_results_table_shows_every_run_filtered_newest_first_and_as_csv(trai
     with path.open(newline="") as handle:
         rows = {r["id"]: r for r in csv.DictReader(handle)}
     assert set(rows) == {run_id, *swept.run_ids}
-    assert float(rows[run_id]["loss"]) == pytest.approx(record.metrics["loss"], rel=1e-9)
+    assert float(rows[run_id]["val_loss"]) == pytest.approx(record.metrics["loss"], rel=1e-9)
+    # In the order the table is sorted in: every run by its stored loss, lowest first.
+    path = actions.results_csv(ctx, sort_by="val_loss", descending=False)
+    with path.open(newline="") as handle:
+        order = [r["id"] for r in csv.DictReader(handle)]
+    losses = {i: ctx.store.get(i, history=False).metrics["loss"] for i in [run_id, *swept.run_ids]}
+    assert order == sorted(losses, key=losses.get)
 
 
 @pytest.mark.slow
@@ -528,16 +534,18 @@ def test_selected_runs_overlay_their_curves(trained):
     ctx, run_id, swept = trained
     ids = [run_id, *swept.run_ids]
     assert actions.metric_choices(ctx, ids)[:2] == ["val_accuracy", "val_loss"]
-    figure = actions.curves_figure(ctx, ids, "val_loss")
-    lines = figure.axes[0].get_lines()
-    assert len(lines) == 3
-    assert list(lines[0].get_ydata()) == pytest.approx(ctx.store.get(run_id).curve("val_loss")[1])
-    with pytest.raises(actions.AppError, match="expected a metric the runs logged"):
-        actions.curves_figure(ctx, ids, "bleu")
+    figure = actions.curves_chart(ctx, ids, "val_loss")
+    assert [trace.legendgroup for trace in figure.data] == ids  # one line per run
+    for trace in figure.data:
+        # Stored as JSON and read back: the same doubles; approx for the float conversion.
+        stored = ctx.store.get(trace.legendgroup).curve("val_loss")[1]
+        assert list(trace.y) == pytest.approx(stored, rel=1e-12)
+    with pytest.raises(actions.AppError, match="expected metrics the runs logged"):
+        actions.curves_chart(ctx, ids, "bleu")
     with pytest.raises(actions.AppError, match="Select one or more runs"):
-        actions.curves_figure(ctx, [], "val_loss")
+        actions.curves_chart(ctx, [], "val_loss")
     with pytest.raises(actions.AppError, match="finished seq2seq run"):
-        actions.bleu_by_length(ctx, ids)
+        actions.bleu_chart(ctx, ids)
 
 
 @pytest.mark.slow
@@ -636,6 +644,26 @@ def test_a_run_that_did_not_finish_cannot_be_inspected_or_exported(ctx):
     assert actions.interrupted_choices(ctx) == []
 
 
+@pytest.mark.slow
+def test_resuming_a_stopped_sweep_reads_what_is_left_of_it_once(ctx, monkeypatch):
+    # Two trials of a sweep left `queued` with no process to train them (a stopped app).
+    spec = load_spec(tiny_classifier(epochs=1))
+    ids = [ctx.store.create_run(spec, name="left", sweep_id="sweep-a") for _ in range(2)]
+    reads, remaining_trials = [], ctx.store.remaining_trials
+
+    def counted(sweep_id):
+        """The store's own `remaining_trials`, counted."""
+        reads.append(sweep_id)
+        return remaining_trials(sweep_id)
+
+    monkeypatch.setattr(ctx.store, "remaining_trials", counted)
+    submitted = actions.resume(ctx, ids[0])
+    assert reads == ["sweep-a"]  # the trials checked are the trials queued
+    assert submitted.run_ids == ids
+    assert ctx.jobs.wait(ids, timeout=WAIT_S)
+    assert [ctx.store.get(run_id).status for run_id in ids] == ["done", "done"]
+
+
 # ---------------------------------------------------------------------------
 # Seq2seq, pointer and ViT runs
 
@@ -683,15 +711,19 @@ def test_a_typed_sentence_is_translated_with_its_attention_heatmap(arc_runs):
 @pytest.mark.slow
 def test_bleu_by_source_length_is_computed_once_and_kept_with_the_run(arc_runs):
     ctx, ids = arc_runs
-    figure, table = actions.bleu_by_length(ctx, [ids["seq2seq"], ids["vit"]])
+    figure, table = actions.bleu_chart(ctx, [ids["seq2seq"], ids["vit"]])
     assert set(table["run"]) == {f"seq2seq-bahdanau ({ids['seq2seq']})"}
     assert {"bucket", "bleu", "n"} <= set(table.columns)
     assert table["n"].sum() == len(ctx.task(ids["seq2seq"]).x_val)
-    assert len(figure.axes[0].get_lines()) == 1
+    (line,) = figure.data  # the ViT run is left out
     kept = ctx.store.artifact_path(ids["seq2seq"], actions.BLEU_ARTIFACT)
     assert kept.is_file()
-    again = actions.bleu_table(ctx, ids["seq2seq"])
-    assert again["bleu"].tolist() == pytest.approx(table["bleu"].tolist(), nan_ok=True)
+    again = actions.bleu_table(ctx, ids["seq2seq"])  # read back from the kept file
+    # The chart draws the kept scores (an empty bucket's NaN as a gap, None); the table
+    # shows them to 1 decimal (±0.05 rounding).
+    kept_scores = [None if math.isnan(v) else v for v in again["bleu"]]
+    assert list(line.y) == pytest.approx(kept_scores, rel=1e-12)
+    assert table["bleu"].tolist() == pytest.approx(again["bleu"].tolist(), abs=0.05, nan_ok=True)
 
 
 @pytest.mark.slow

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import stat
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from builder_ui.app.page import build_app
+from tests.app.app_server import free_port
 
 
 def test_gradios_cache_is_private_to_the_app_and_removed_at_close(tmp_path):
@@ -20,3 +23,42 @@ def test_gradios_cache_is_private_to_the_app_and_removed_at_close(tmp_path):
     finally:
         ctx.close()
     assert not ctx.scratch.exists()
+
+
+# Two threads importing keras_seq and one of its modules at once leave each a partly
+# initialised module (Python's per-module import locks): what the app's background warm-up
+# did to the first request that loaded a keras_seq module.
+RACE = """
+import sys, threading
+from builder_ui.app import page
+
+failures = []
+def request():  # what a handler does on first use
+    try:
+        from keras_seq.tasks.base import TaskData  # noqa: F401
+        import keras_seq.metrics.by_length  # noqa: F401
+    except ImportError as error:
+        failures.append(repr(error))
+
+app, url = page.start(sys.argv[1], port=int(sys.argv[2]), slots=["CPU"])
+try:
+    handlers = [threading.Thread(target=request) for _ in range(2)]
+    for thread in handlers:
+        thread.start()
+    for thread in handlers:
+        thread.join()
+    print("failures:", failures)
+finally:
+    page.stop(app)
+"""
+
+
+def test_keras_seq_is_loaded_before_the_app_serves_so_no_request_races_its_import(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", RACE, str(tmp_path / "runs"), str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang guard
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "failures: []" in result.stdout.splitlines(), result.stdout

@@ -79,6 +79,28 @@ TINY = {
         "task": {"type": "sort_numbers", "length": 4, "n": 120},
         "model": {"type": "pointer_network", "units": 6},
     },
+    "graph": {
+        "task": {"type": "long_lag", "lag": 6, "n": 120, "encoding": "ids"},
+        "model": {
+            "type": "graph",
+            "nodes": [
+                {"id": "tokens", "layer": "Input"},
+                {
+                    "id": "embedding",
+                    "layer": "Embedding",
+                    "params": {"output_dim": 4},
+                    "inputs": {"x": "tokens"},
+                },
+                {
+                    "id": "encoder",
+                    "layer": "GRU",
+                    "params": {"units": 6},
+                    "inputs": {"x": "embedding"},
+                },
+                {"id": "head", "layer": "Output", "inputs": {"x": "encoder"}},
+            ],
+        },
+    },
 }
 
 
@@ -251,7 +273,7 @@ def spec_with(key, **model_fields):
             {**make_spec("pointer_network"), "task": {"type": "long_lag", "n": 50}},
             [
                 "model.type: 'pointer_network' predicts pointer targets, but task 'long_lag' "
-                "has classification targets; model types that fit: sequence_classifier"
+                "has classification targets; model types that fit: graph, sequence_classifier"
             ],
         ),
         (

@@ -142,6 +142,19 @@ def test_status_transitions(store):
             store.set_status(run_id, status)
 
 
+def test_run_counts_count_every_run_and_those_neither_queued_nor_running(store):
+    assert store.run_counts() == (0, 0)
+    _waiting, training, ended, stopped = (store.create_run(SPEC) for _ in range(4))
+    store.set_status(training, "running")
+    store.set_status(ended, "running")
+    store.finish(ended, "done")
+    store.set_status(stopped, "running")
+    store.set_status(stopped, "interrupted", error="killed")
+    assert store.run_counts() == (4, 2)  # the done and the interrupted run
+    store.delete(ended)
+    assert store.run_counts() == (3, 1)
+
+
 def test_epochs_are_recorded_in_order_and_replaced_when_run_again(store):
     run_id = store.create_run(SPEC, status="running")
     store.append_epoch(run_id, 2, {"loss": 0.5, "val_loss": 0.6}, seconds=1.0)

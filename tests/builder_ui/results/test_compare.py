@@ -8,7 +8,18 @@ import pandas as pd
 import pytest
 
 from builder_ui.engine.store import RunStore
-from builder_ui.results.compare import compare, differing_fields, flatten, plot_curves, to_csv
+from builder_ui.results.compare import (
+    compare,
+    default_columns,
+    differing_fields,
+    filter_table,
+    flatten,
+    page_of,
+    plot_curves,
+    short_headers,
+    to_csv,
+)
+from tests.app.compare_runs import record_runs
 
 
 def _spec(units, learning_rate, name="cmp", lag=6):
@@ -68,20 +79,25 @@ def test_table_has_one_row_per_run_and_only_the_fields_that_differ(store):
         "id",
         "name",
         "status",
+        "sweep",
         "model.encoder.units",
         "train.learning_rate",
-        "accuracy",
-        "loss",
+        "val_accuracy",
+        "val_loss",
+        "epochs_run",
+        "epochs_planned",
         "params",
         "wall_time",
         "examples_per_sec",
         "device",
     ]
     assert list(table["id"]) == store.ids
+    assert list(table["sweep"].iloc[:2]) == ["s1", "s1"] and table["sweep"].isna().iloc[2]
     assert list(table["model.encoder.units"]) == [8, 16, 16]
     assert list(table["train.learning_rate"]) == [0.01, 0.01, 0.1]
-    assert list(table["accuracy"]) == [0.8, 0.9, 0.5]
-    assert table["loss"].iloc[0] == 0.4 and math.isnan(table["loss"].iloc[2])  # inf → missing
+    # Values stored exactly as given (JSON round trip of these decimals is exact).
+    assert list(table["val_accuracy"]) == [0.8, 0.9, 0.5]
+    assert table["val_loss"].iloc[0] == 0.4 and math.isnan(table["val_loss"].iloc[2])  # inf
     assert list(table["params"]) == [100, 300, 100]
     assert set(table["status"]) == {"done"} and set(table["device"]) == {"CPU"}
 
@@ -123,3 +139,85 @@ def test_curves_of_several_runs_on_one_figure(store):
     assert axes.get_ylabel() == "val_loss"
     with pytest.raises(ValueError, match=r"logged \(\['loss', 'val_loss'\]\), got 'val_accuracy'"):
         plot_curves(store, store.ids, metric="val_accuracy")
+
+
+def test_final_metrics_are_named_as_validation_metrics_and_epochs_run_as_recorded(store):
+    # Planned 3 epochs, recorded 1 (stopped early), finished with its validation metrics.
+    stopped = store.create_run(_spec(8, 0.01))
+    store.set_status(stopped, "running")
+    store.append_epoch(stopped, 1, {"loss": 0.6, "val_loss": 0.5, "val_accuracy": 0.7})
+    store.finish(stopped, "done", metrics={"accuracy": 0.7, "loss": 0.5})
+    table = compare(store).set_index("id")
+    assert "accuracy" not in table.columns and "loss" not in table.columns
+    assert table.loc[stopped, "val_accuracy"] == 0.7  # stored exactly as given
+    assert list(table["epochs_run"]) == [3, 3, 3, 1]  # the epochs appended above
+    assert list(table["epochs_planned"]) == [3, 3, 3, 3]  # the specs' train.epochs
+    assert "train.epochs" not in table.columns  # it is epochs_planned
+
+
+def test_text_filter_passes_over_empty_cells_and_combines_with_sweep_and_metric_range(store):
+    table = compare(store, store.ids)  # the third run: no sweep, val_loss missing (inf)
+    assert table["sweep"].isna().iloc[2] and table["val_loss"].isna().iloc[2]
+    assert list(filter_table(table, "CMP")["id"]) == store.ids
+    assert list(filter_table(table, "s1")["id"]) == store.ids[:2]
+    assert filter_table(table, "nan").empty  # an empty cell holds no text
+    assert list(filter_table(table, sweep="s1")["id"]) == store.ids[:2]
+    ranged = filter_table(table, "cmp", sweep="s1", metric="val_accuracy", low=0.85)
+    assert list(ranged["id"]) == [store.ids[1]]  # accuracies 0.8, 0.9 in the sweep
+    assert list(filter_table(table, metric="val_loss", high=0.3)["id"]) == [store.ids[1]]
+    with pytest.raises(ValueError, match=r"`val_loss`: the minimum 0.5 is above the maximum 0.2"):
+        filter_table(table, metric="val_loss", low=0.5, high=0.2)
+    with pytest.raises(ValueError, match=r"`metric`, expected one of .*got 'val_bleu'"):
+        filter_table(table, metric="val_bleu", low=0.1)
+    assert list(filter_table(table.iloc[:0], "x", metric="val_bleu", low=0.1).columns) == list(
+        table.columns
+    )
+
+
+def test_default_columns_of_three_model_types_are_the_few_that_differ_and_most_runs_have(
+    tmp_path,
+):
+    with RunStore(tmp_path / "mixed") as mixed:
+        record_runs(mixed, 6)
+        table = compare(mixed)
+    assert len(table.columns) > 40  # every field of every model type
+    shown = default_columns(table, "val_accuracy")
+    assert shown[:3] == ["id", "name", "status"] and shown[-3:] == ["params", "wall_time", "device"]
+    assert {"model.type", "task.type", "train.learning_rate", "val_accuracy"} <= set(shown)
+    # One model type's fields are in a third of the runs: left out, one pick away.
+    assert "model.encoder.units" not in shown and "model.architecture.units" not in shown
+    assert "val_bleu" not in shown  # only the seq2seq runs have BLEU
+    assert len(shown) <= 15
+    # The same store filtered to one model type shows that type's differing fields.
+    one_type = table[table["model.type"] == "sequence_classifier"]
+    assert "model.encoder.units" not in default_columns(one_type)  # the same in each
+    assert "train.learning_rate" in default_columns(one_type)
+
+
+def test_epochs_planned_is_shown_when_a_run_stopped_before_its_plan(store):
+    assert "epochs_planned" not in default_columns(compare(store))
+    stopped = store.create_run(_spec(8, 0.01))
+    store.set_status(stopped, "running")
+    store.append_epoch(stopped, 1, {"loss": 0.6})
+    store.finish(stopped, "failed", error="boom")
+    assert "epochs_planned" in default_columns(compare(store))
+
+
+def test_short_headers_are_the_last_part_of_the_path_unless_two_columns_share_it():
+    columns = ["id", "name", "task.name", "model.encoder.units", "model.decoder.units", "x.lr"]
+    assert short_headers(columns) == {
+        "id": "id",
+        "name": "name",
+        "task.name": "task.name",
+        "model.encoder.units": "encoder.units",
+        "model.decoder.units": "decoder.units",
+        "x.lr": "lr",
+    }
+
+
+def test_pages_of_a_long_table_and_a_page_past_the_end_is_the_last(store):
+    table = pd.DataFrame({"id": [f"r{i}" for i in range(450)]})
+    rows, page, pages = page_of(table, 3, size=200)
+    assert (page, pages, list(rows["id"])) == (3, 3, [f"r{i}" for i in range(400, 450)])
+    assert page_of(table, 99, size=200)[1] == 3 and page_of(table, 0, size=200)[1] == 1
+    assert page_of(table.iloc[:0])[1:] == (1, 1)

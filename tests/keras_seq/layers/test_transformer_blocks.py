@@ -439,3 +439,28 @@ def test_docstring_examples_run():
         result = doctest.testmod(module, globs=globs, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0
         assert result.failed == 0
+
+
+@pytest.mark.parametrize("scores", [False, True])
+def test_symbolic_outputs_have_the_shapes_and_dtypes_of_real_ones(scores):
+    # The blocks give their output spec from the shapes, without tracing `call`; it must say
+    # what a real call returns, scores included.
+    target, memory = np.zeros((2, 4, 8), "float32"), np.zeros((2, 7, 6), "float32")
+    encoder = layers.TransformerEncoderBlock(2, 16)
+    decoder = layers.TransformerDecoderBlock(2, 16)
+    cases = [
+        (encoder, (keras.Input((4, 8), batch_size=2),), (target,)),
+        (
+            decoder,
+            (keras.Input((4, 8), batch_size=2), keras.Input((7, 6), batch_size=2)),
+            (target, memory),
+        ),
+    ]
+    for block, symbolic_inputs, real_inputs in cases:
+        symbolic = block(*symbolic_inputs, return_attention_scores=scores)
+        real = block(*real_inputs, return_attention_scores=scores)
+        symbolic, real = keras.tree.flatten(symbolic), keras.tree.flatten(real)
+        assert [tuple(s.shape) for s in symbolic] == [tuple(r.shape) for r in real], block.name
+        assert [s.dtype for s in symbolic] == [
+            keras.backend.standardize_dtype(r.dtype) for r in real
+        ]

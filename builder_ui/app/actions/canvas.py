@@ -1,0 +1,241 @@
+"""Build tab actions of the graph canvas: spec text <-> the canvas's graph JSON, and its report.
+
+The spec's YAML text stays the one source of truth. The canvas (`builder_ui/app/canvas/`)
+shows the `nodes` of a `model: {type: graph}` spec; an edit there sends its nodes back,
+and `apply_graph` writes them into the text's `model:` section, leaving every other
+section as it was; the caller checks the new text as for any other edit. A change of the
+text (typed YAML, a preset, the form) redraws the canvas from `canvas_value(text)`.
+
+The value the canvas gets is `{"nodes", "report", "catalog", "revision", "origin"}`:
+the report is `builder_ui.builders.graph.graph_report(...).to_json()` (shapes, edges,
+errors, params), the catalog is `block_catalog()`, `revision` is the canvas edit the
+report answers, and `origin` is `"canvas"` when the nodes are the canvas's own (only
+the report is new) or `"spec"` when they come from the text (the canvas adopts them).
+Nothing here raises for a bad spec or a bad graph: problems go into the report's
+`errors`, under `"spec"` when they are outside the graph. No Gradio here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from builder_ui import builders
+from builder_ui.app.actions.build import Check, check, dump
+from builder_ui.app.context import AppError
+from builder_ui.builders.graph import block_catalog, graph_report, preset_as_graph
+from builder_ui.specs import MAX_SPEC_BYTES, SpecError, parse_yaml
+
+GRAPH_TYPE = "graph"
+NODE_KEYS = ("id", "layer", "params", "inputs", "position")
+EMPTY_REPORT = {"shapes": {}, "edges": [], "errors": {}, "params": None}
+
+# The graph "New graph" starts from: the task's input through one recurrent layer to its head,
+# with an embedding first when the task gives token ids. Laid out top to bottom, as the canvas
+# draws a graph (`ROW` pixels a block).
+ROW = 110
+_TOKEN_START = [
+    {"id": "tokens", "layer": "Input"},
+    {
+        "id": "embedding",
+        "layer": "Embedding",
+        "params": {"output_dim": 16},
+        "inputs": {"x": "tokens"},
+    },
+    {"id": "encoder", "layer": "LSTM", "params": {"units": 16}, "inputs": {"x": "embedding"}},
+    {"id": "head", "layer": "Output", "inputs": {"x": "encoder"}},
+]
+_NUMERIC_START = [
+    {"id": "sequence", "layer": "Input"},
+    {"id": "encoder", "layer": "LSTM", "params": {"units": 16}, "inputs": {"x": "sequence"}},
+    {"id": "head", "layer": "Output", "inputs": {"x": "encoder"}},
+]
+_OTHER_START = [
+    {"id": "inputs", "layer": "Input"},
+    {"id": "head", "layer": "Output", "inputs": {"x": "inputs"}},
+]
+
+
+def _document(text: str) -> dict[str, Any] | None:
+    """The parsed spec text, or None when it is not a YAML mapping."""
+    if len((text or "").encode("utf-8")) > MAX_SPEC_BYTES:
+        return None
+    try:
+        document = parse_yaml(text or "")
+    except SpecError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def is_graph(text: str) -> bool:
+    """Whether spec text has a `model: {type: graph}` section (the canvas then shows it)."""
+    document = _document(text)
+    model = document.get("model") if document else None
+    return isinstance(model, Mapping) and model.get("type") == GRAPH_TYPE
+
+
+def normalized_nodes(nodes: Any) -> list[dict[str, Any]]:
+    """The nodes as the spec writes them: the contract's keys in order, empty ones left out.
+
+    Anything that is not a list of mappings gives no nodes; values are kept as given (the
+    spec's validation, not this, says what is wrong with them). A position is rounded to
+    whole pixels.
+    """
+    if not isinstance(nodes, list):
+        return []
+    found = []
+    for node in nodes:
+        if not isinstance(node, Mapping):
+            continue
+        clean: dict[str, Any] = {}
+        for key in NODE_KEYS:
+            if key not in node or node[key] in (None, {}):
+                continue
+            clean[key] = copy.deepcopy(node[key])
+        position = clean.get("position")
+        if isinstance(position, list) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in position
+        ):
+            clean["position"] = [round(v) for v in position]
+        found.append(clean)
+    return found
+
+
+def graph_nodes(text: str) -> list[dict[str, Any]] | None:
+    """The `model.nodes` of a graph spec's text; None when the text is not a graph spec."""
+    if not is_graph(text):
+        return None
+    return normalized_nodes(_document(text)["model"].get("nodes"))
+
+
+def report(text: str) -> dict[str, Any]:
+    """The graph report of spec text as JSON; never raises.
+
+    Malformed YAML or a spec that is not a graph gives a report whose only error is
+    under `"spec"`.
+    """
+    document = _document(text)
+    if document is None:
+        problems = check(text).problems
+        message = "; ".join(f"{path}: {m}" if path else m for path, m in problems)
+        return {**EMPTY_REPORT, "errors": {"spec": message or "the spec is not a YAML mapping"}}
+    if not is_graph(text):
+        return {**EMPTY_REPORT, "errors": {"spec": "the spec's model is not a graph"}}
+    return graph_report(document).to_json()
+
+
+def canvas_value(
+    text: str, *, revision: int = 0, nodes: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """What the canvas shows for spec text: its nodes, their report and the block catalog.
+
+    Args:
+        text: The spec's YAML text.
+        revision: The canvas edit this answers (the canvas drops an answer to an older one).
+        nodes: The canvas's own nodes, when they are those of `text` (origin "canvas": the
+            canvas keeps its nodes and takes the report); otherwise the text's nodes are
+            sent (origin "spec").
+    """
+    own = graph_nodes(text)
+    origin = "canvas" if nodes is not None and own == normalized_nodes(nodes) else "spec"
+    return {
+        "nodes": own if own is not None else normalized_nodes(nodes),
+        "report": report(text),
+        "catalog": block_catalog(),
+        "revision": int(revision),
+        "origin": origin,
+    }
+
+
+def sent_nodes(value: Any) -> tuple[list[dict[str, Any]] | None, int]:
+    """The `(nodes, revision)` a canvas value holds (JSON text or a mapping); nodes None if none."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None, 0
+    if not isinstance(value, Mapping) or not isinstance(value.get("nodes"), list):
+        return None, 0
+    revision = value.get("revision")
+    return normalized_nodes(value["nodes"]), revision if isinstance(revision, int) else 0
+
+
+def apply_graph(text: str, value: Any) -> tuple[str, Check]:
+    """Write the canvas's nodes into the spec text's `model:` section and check the result.
+
+    The task, train and every other section are kept as they are; so are the model's
+    other keys when it is a graph already.
+
+    Raises:
+        AppError: the YAML is malformed (fix it in the editor first), or the value holds no
+            nodes.
+    """
+    nodes, _ = sent_nodes(value)
+    if nodes is None:
+        raise AppError("The canvas sent no graph (expected JSON with a list of nodes).")
+    document = _document(text)
+    if document is None:
+        raise AppError("The YAML spec has an error; fix it in the editor first.")
+    model = document.get("model")
+    kept = dict(model) if isinstance(model, Mapping) and model.get("type") == GRAPH_TYPE else {}
+    kept.pop("type", None)
+    kept.pop("nodes", None)
+    document["model"] = {"type": GRAPH_TYPE, "nodes": nodes, **kept}
+    new_text = dump(document)
+    return new_text, check(new_text)
+
+
+def start_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A small working graph for the document's task: Input (→ Embedding) → LSTM → Output.
+
+    An embedding comes first for a task of token ids; a task whose input kind is not known
+    (or is an image) gets Input → Output, to build on.
+    """
+    task = document.get("task") if isinstance(document.get("task"), Mapping) else {}
+    try:
+        params = builders.params_model("task", task.get("type")).model_validate(task)
+        kinds = builders.task_builder(task.get("type")).kinds(params)
+    except Exception:  # any invalid task: the plain start, the checks name the problem
+        kinds = None
+    input_kind = kinds[0] if kinds else None
+    start = {"tokens": _TOKEN_START, "numeric": _NUMERIC_START}.get(input_kind, _OTHER_START)
+    return [
+        {**copy.deepcopy(node), "position": [40, 30 + ROW * row]} for row, node in enumerate(start)
+    ]
+
+
+def new_graph(text: str) -> tuple[str, Check]:
+    """Make the spec's model a new graph (`start_nodes`); the other sections are kept.
+
+    Raises:
+        AppError: the YAML is malformed.
+    """
+    document = _document(text)
+    if document is None:
+        raise AppError("The YAML spec has an error; fix it in the editor first.")
+    return apply_graph(text, {"nodes": start_nodes(document)})
+
+
+def open_as_graph(text: str) -> tuple[str, Check]:
+    """Make the spec's plain-stack model the equivalent graph, layer for layer, on the canvas.
+
+    A `sequence_classifier` or `sequence_regressor` (rnn or transformer encoder), or a
+    `vision_transformer`, becomes
+    the graph `builders.graph.preset_as_graph` gives: the same layers, names, parameter
+    count and outputs, so a preset of the arc can be taken apart and rewired. The other
+    sections are kept; the blocks get no positions (the canvas lays them out by depth).
+
+    Raises:
+        AppError: the YAML is malformed, the spec is invalid, or its model is not a plain
+            stack (naming its type).
+    """
+    document = _document(text)
+    if document is None:
+        raise AppError("The YAML spec has an error; fix it in the editor first.")
+    try:
+        graph = preset_as_graph(document)
+    except SpecError as error:
+        raise AppError(f"This model cannot open as a graph: {error}") from None
+    return apply_graph(text, {"nodes": graph["model"]["nodes"]})

@@ -1,0 +1,400 @@
+"""The blocks of a `graph` model: each block's layer class, ports, palette group and parameters.
+
+A block is one Keras or keras_seq layer with one output. Its *ports* are the
+tensors it reads, in the order its `call` takes them positionally; an
+*optional port* is passed by keyword (the attention layers' `key`); a
+*variadic port* takes a list of two or more tensors (`Add`, `Concatenate`).
+`Input` and `Output` are the two special blocks: the task's input, and the
+task's head (softmax over the classes, or a linear regressor).
+
+What is here is plain data, known without Keras, so that validating a spec's
+structure (`builder_ui.builders.graph`) does not load it. The parameters are
+the layer's own constructor arguments, read from its signature when first asked
+for (`parameters(block)`, which imports Keras): a parameter is offered when
+it has a JSON default (or none), is not `name`/`dtype`/`**kwargs`, and is not
+one that would break "one block, one output tensor" (`return_state`, ...).
+
+Plugins add blocks with `register_block`; they show in the `Plugins` group.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+GROUPS = (
+    "Inputs and outputs",
+    "Embeddings and positions",
+    "Recurrent",
+    "Attention",
+    "Transformer",
+    "Vision",
+    "Pooling",
+    "Layers",
+    "Merge",
+    "Plugins",
+)
+KINDS = ("int", "float", "bool", "str", "choice")
+
+INPUT, OUTPUT = "Input", "Output"
+
+# Constructor arguments never offered: set by the builder, not JSON, or more than one output.
+_NEVER = frozenset(
+    {
+        "name",
+        "dtype",
+        "trainable",
+        "autocast",
+        "input_shape",
+        "weights",
+        "lora_rank",
+        "lora_alpha",
+        "quantization_config",
+        "return_state",
+        "stateful",
+        "time_major",
+        "cell",
+        "layer",
+        "backward_layer",
+    }
+)
+# The kind of an argument whose default (None) does not say it.
+_KINDS_BY_NAME = {
+    "seed": "int",
+    "units": "int",
+    "value_dim": "int",
+    "output_shape": "int",
+    "sliding_window": "int",
+    "flash_attention": "bool",
+    "rate": "float",
+    "dropout": "float",
+}
+_RNN_MERGE_MODES = ("concat", "sum", "mul", "ave")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a block, JSON-ready through `to_json`."""
+
+    name: str
+    kind: str
+    default: Any = None
+    required: bool = False
+    choices: tuple[Any, ...] | None = None
+    help: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "default": list(self.default) if isinstance(self.default, tuple) else self.default,
+            "required": self.required,
+            "choices": list(self.choices) if self.choices is not None else None,
+            "help": self.help,
+        }
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: `parameters` caches per block
+class Block:
+    """A palette block: which layer, read through which ports.
+
+    Attributes:
+        name: The block's name in specs (`layer: LSTM`).
+        group: Its palette group (one of `GROUPS`).
+        description: One line for people.
+        target: `"module:Class"` of the layer, imported only when needed
+            (empty for `Input` and `Output`).
+        ports: Required ports, in the order `call` takes them.
+        optional_ports: Ports passed by keyword when connected (`key`).
+        variadic: Ports that take a list of two or more node ids.
+        choices: Arguments that take one of a few values, and those values.
+        kinds: Kinds of arguments whose default does not say it.
+        filled: Arguments that may be omitted because the graph gives them
+            (`input_dim` of an Embedding: the task's vocabulary), with how.
+        recurrent: A recurrent layer: offers `bidirectional` and `merge_mode`,
+            which wrap it in `keras.layers.Bidirectional`.
+    """
+
+    name: str
+    group: str
+    description: str
+    target: str = ""
+    ports: tuple[str, ...] = ("x",)
+    optional_ports: tuple[str, ...] = ()
+    variadic: tuple[str, ...] = ()
+    choices: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    filled: dict[str, str] = field(default_factory=dict)
+    recurrent: bool = False
+
+    @property
+    def all_ports(self) -> tuple[str, ...]:
+        return self.ports + self.optional_ports
+
+    def layer_class(self) -> type:
+        """The layer class (imports its module, so Keras)."""
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+def _keras(name: str) -> str:
+    return f"keras.layers:{name}"
+
+
+def _seq(name: str) -> str:
+    return f"keras_seq.layers:{name}"
+
+
+_ATTENTION_PORTS = {"ports": ("query", "value"), "optional_ports": ("key",)}
+_RECURRENT = {"recurrent": True}
+
+_BUILTIN: tuple[Block, ...] = (
+    Block(INPUT, GROUPS[0], "The task's input: token ids, numeric steps or an image.", ports=()),
+    Block(OUTPUT, GROUPS[0], "The task's head: softmax over the classes, or a linear regressor."),
+    Block(
+        "Embedding",
+        GROUPS[1],
+        "A learned vector per token id.",
+        _keras("Embedding"),
+        filled={"input_dim": "the task's vocabulary size"},
+    ),
+    Block(
+        "SinusoidalPositionalEncoding",
+        GROUPS[1],
+        "Adds the fixed sine/cosine positions of Vaswani et al. (2017).",
+        _seq("SinusoidalPositionalEncoding"),
+    ),
+    Block(
+        "LearnedPositionalEmbedding",
+        GROUPS[1],
+        "Adds a learned vector per position.",
+        _seq("LearnedPositionalEmbedding"),
+        filled={"max_length": "the length of its input"},
+    ),
+    Block("SimpleRNN", GROUPS[2], "Elman's RNN.", _keras("SimpleRNN"), **_RECURRENT),
+    Block(
+        "GRU", GROUPS[2], "Cho et al. (2014): update and reset gates.", _keras("GRU"), **_RECURRENT
+    ),
+    Block("LSTM", GROUPS[2], "Keras's LSTM, with a forget gate.", _keras("LSTM"), **_RECURRENT),
+    Block(
+        "CECLSTM",
+        GROUPS[2],
+        "The 1997 LSTM's constant error carousel; forget gate, peepholes, truncation as options.",
+        _seq("CECLSTM"),
+        **_RECURRENT,
+    ),
+    Block(
+        "ConvLSTM2D",
+        GROUPS[2],
+        "An LSTM whose steps are images (batch, time, rows, cols, channels).",
+        _keras("ConvLSTM2D"),
+        choices={"padding": ("valid", "same")},
+    ),
+    Block(
+        "MultiHeadAttention",
+        GROUPS[3],
+        "Vaswani et al. (2017): h heads of scaled dot-product attention.",
+        _keras("MultiHeadAttention"),
+        **_ATTENTION_PORTS,
+    ),
+    Block(
+        "ScaledDotProductAttention",
+        GROUPS[3],
+        "softmax(q kᵀ / √d) v, one head.",
+        _seq("ScaledDotProductAttention"),
+        **_ATTENTION_PORTS,
+    ),
+    Block(
+        "BahdanauAttention",
+        GROUPS[3],
+        "Bahdanau et al. (2015): additive scores vᵀ tanh(W q + U k).",
+        _seq("BahdanauAttention"),
+        **_ATTENTION_PORTS,
+    ),
+    Block(
+        "LuongAttention",
+        GROUPS[3],
+        "Luong et al. (2015): dot, general or concat scores.",
+        _seq("LuongAttention"),
+        choices={"score": ("dot", "general", "concat")},
+        **_ATTENTION_PORTS,
+    ),
+    Block(
+        "TransformerEncoderBlock",
+        GROUPS[4],
+        "Self-attention and a feed-forward network, each with a residual and a norm.",
+        _seq("TransformerEncoderBlock"),
+    ),
+    Block(
+        "TransformerDecoderBlock",
+        GROUPS[4],
+        "Causal self-attention over x, cross-attention to context, a feed-forward network.",
+        _seq("TransformerDecoderBlock"),
+        ports=("x", "context"),
+    ),
+    Block(
+        "PatchEmbedding",
+        GROUPS[5],
+        "Cuts an image into P×P patches, each projected to a token.",
+        _seq("PatchEmbedding"),
+    ),
+    Block("ClassToken", GROUPS[5], "Prepends a learned class token.", _seq("ClassToken")),
+    Block(
+        "GlobalAveragePooling1D",
+        GROUPS[6],
+        "The mean over time.",
+        _keras("GlobalAveragePooling1D"),
+        choices={"data_format": ("channels_last", "channels_first")},
+    ),
+    Block(
+        "GlobalMaxPooling1D",
+        GROUPS[6],
+        "The maximum over time.",
+        _keras("GlobalMaxPooling1D"),
+        choices={"data_format": ("channels_last", "channels_first")},
+    ),
+    Block(
+        "MaskedMeanPooling", GROUPS[6], "The mean over the real steps.", _seq("MaskedMeanPooling")
+    ),
+    Block("ClassTokenPooling", GROUPS[6], "The class token's vector.", _seq("ClassTokenPooling")),
+    Block("Dense", GROUPS[7], "A fully connected layer on the last axis.", _keras("Dense")),
+    Block(
+        "Dropout", GROUPS[7], "Zeroes a fraction of its inputs while training.", _keras("Dropout")
+    ),
+    Block(
+        "LayerNormalization",
+        GROUPS[7],
+        "Normalises each vector to zero mean and unit variance.",
+        _keras("LayerNormalization"),
+    ),
+    Block("Flatten", GROUPS[7], "All axes but the batch into one.", _keras("Flatten")),
+    Block(
+        "Add",
+        GROUPS[8],
+        "The sum of two or more tensors of one shape.",
+        _keras("Add"),
+        variadic=("x",),
+    ),
+    Block(
+        "Concatenate",
+        GROUPS[8],
+        "Two or more tensors joined along an axis.",
+        _keras("Concatenate"),
+        variadic=("x",),
+    ),
+)
+
+_PLUGINS: dict[str, Block] = {}
+_LOCK = threading.Lock()
+
+
+def register_block(name: str, target: str, description: str = "", **options: Any) -> Block:
+    """Add a plugin's layer to the palette, in the `Plugins` group.
+
+    Args:
+        name: The block's name in specs; not one of the built-in blocks.
+        target: `"module:Class"` of a Keras layer with one output.
+        description: One line for people.
+        **options: `ports`, `optional_ports`, `variadic`, `choices`,
+            `kinds`, `filled`, as `Block` takes them.
+
+    Returns:
+        The registered `Block`.
+    """
+    if any(block.name == name for block in _BUILTIN):
+        raise ValueError(f"block {name!r} is built in and cannot be replaced")
+    block = Block(name, GROUPS[-1], description, target, **options)
+    with _LOCK:
+        _PLUGINS[name] = block
+    parameters.cache_clear()
+    return block
+
+
+def blocks() -> tuple[Block, ...]:
+    """Every block, in palette order (built-in, then plugins by name)."""
+    with _LOCK:
+        plugins = tuple(_PLUGINS[name] for name in sorted(_PLUGINS))
+    return _BUILTIN + plugins
+
+
+def block(name: str) -> Block | None:
+    """The block called `name`, or None."""
+    return next((item for item in blocks() if item.name == name), None)
+
+
+def block_names() -> list[str]:
+    return [item.name for item in blocks()]
+
+
+def _is_json(value: Any) -> bool:
+    scalar = (type(None), bool, int, float, str)
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(item, scalar) for item in value)
+    return isinstance(value, scalar)
+
+
+def _kind(item: Block, name: str, default: Any) -> str:
+    if name in item.choices:
+        return "choice"
+    if name in item.kinds:
+        return item.kinds[name]
+    for kind in (bool, int, float, str):  # bool first: True is also an int
+        if type(default) is kind:
+            return kind.__name__
+    if name in _KINDS_BY_NAME:
+        return _KINDS_BY_NAME[name]
+    if name.endswith(("_dim", "_size", "_length", "units", "filters", "heads")):
+        return "int"
+    return "str"
+
+
+def _help(item: Block, name: str, required: bool) -> str:
+    if name in item.filled:
+        return f"Default: {item.filled[name]}."
+    if required:
+        return "Required."
+    return ""
+
+
+@functools.cache
+def parameters(item: Block) -> tuple[Param, ...]:
+    """The block's parameters, read from its layer's constructor signature (imports Keras)."""
+    if not item.target:
+        return ()
+    found = []
+    for name, argument in inspect.signature(item.layer_class()).parameters.items():
+        if argument.kind in (argument.VAR_POSITIONAL, argument.VAR_KEYWORD) or name in _NEVER:
+            continue
+        empty = argument.default is inspect.Parameter.empty
+        default = None if empty else argument.default
+        if not _is_json(default):
+            continue
+        required = empty and name not in item.filled
+        found.append(
+            Param(
+                name,
+                _kind(item, name, default),
+                default,
+                required,
+                item.choices.get(name),
+                _help(item, name, required),
+            )
+        )
+    if item.recurrent:
+        found += [
+            Param(
+                "bidirectional", "bool", False, help="Read both ways (keras.layers.Bidirectional)."
+            ),
+            Param(
+                "merge_mode",
+                "choice",
+                "concat",
+                choices=_RNN_MERGE_MODES,
+                help="How Bidirectional joins the two directions.",
+            ),
+        ]
+    return tuple(found)

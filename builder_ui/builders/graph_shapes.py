@@ -1,0 +1,569 @@
+"""The walk of a `graph` model: each block's layer made and called, in topological order.
+
+    nodes ─▶ structure (ids, blocks, ports, references, cycles, dangling) ─▶ topological order
+          ─▶ per node: parameters checked against the constructor ─▶ layer made ─▶ layer called
+
+`structure_problems(nodes)` needs no Keras: it is what the spec's pydantic
+model refuses. `walk(nodes, task, symbolic=True)` calls every layer on
+`keras.KerasTensor`s inside a `keras.StatelessScope` that does not initialise
+variables, so a layer's weights get a shape but no memory (an Embedding of
+10⁶ × 1000 costs nothing), and gives each node's output shape or the layer's
+own error for what it was given; `walk(..., symbolic=False)` is the same walk
+building the real model (`builder_ui.builders.graph.GraphBuilder.build`).
+A walk never raises for a bad graph: problems are `NodeProblem`s.
+
+The canvas asks again after every change, so a symbolic walk keeps each node's
+outcome (output tensor, layer, problems) by its block, parameters, input
+shapes and the task's sizes (`OUTCOMES`): after an edit only the nodes whose
+inputs or parameters changed are made and called again.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from builder_ui.builders import graph_blocks
+from builder_ui.builders.graph_blocks import INPUT, OUTPUT
+
+MAX_MESSAGE = 400  # characters of a layer's own error message kept
+CACHE_SIZE = 1024  # symbolic outcomes kept (see `_OutcomeCache`)
+
+
+@dataclass(frozen=True)
+class NodeProblem:
+    """A problem with one node: its index in `nodes`, id, the field under it, the message.
+
+    `field` is relative to the node (`"inputs.query"`, `"params.units"`,
+    `""` for the node as a whole); `index` is None for a problem of the
+    whole graph (no Input node).
+    """
+
+    index: int | None
+    node_id: str | None
+    field: str
+    message: str
+
+    @property
+    def path(self) -> str:
+        """The path under `model` (`nodes[3].inputs.query`)."""
+        if self.index is None:
+            return "nodes"
+        return f"nodes[{self.index}]" + (f".{self.field}" if self.field else "")
+
+
+def _label(node: Mapping[str, Any]) -> str:
+    return f"{node.get('id')} ({node.get('layer')})"
+
+
+def _sources(value: Any) -> list[str]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _port_problems(index: int, node: Mapping[str, Any], ids: set[str]) -> list[NodeProblem]:
+    """Unknown ports, lists in one-input ports, short lists, missing references, open ports."""
+    item = graph_blocks.block(node["layer"])
+    problems = []
+    label, node_id = _label(node), node["id"]
+    for port, value in node.get("inputs", {}).items():
+        where = f"inputs.{port}"
+        if port not in item.all_ports:
+            known = ", ".join(item.all_ports) or "none"
+            problems.append(
+                NodeProblem(
+                    index,
+                    node_id,
+                    where,
+                    f"{label} has no port {port!r}; its ports: {known}",
+                )
+            )
+            continue
+        if port in item.variadic:
+            if not isinstance(value, list) or len(value) < 2:
+                problems.append(
+                    NodeProblem(
+                        index,
+                        node_id,
+                        where,
+                        f"{label} port {port}: expected a list of 2 or more node ids "
+                        f"(it joins several tensors), got {value!r}",
+                    )
+                )
+                continue
+        elif isinstance(value, list):
+            problems.append(
+                NodeProblem(
+                    index,
+                    node_id,
+                    where,
+                    f"{label} port {port} takes one input, got {len(value)}: {value!r}; "
+                    "join them first (Add or Concatenate)",
+                )
+            )
+            continue
+        for source in _sources(value):
+            if source not in ids:
+                problems.append(
+                    NodeProblem(index, node_id, where, f"{label} port {port}: no node {source!r}")
+                )
+    for port in item.ports:
+        if port not in node.get("inputs", {}):
+            problems.append(
+                NodeProblem(
+                    index, node_id, f"inputs.{port}", f"{label} port {port} is not connected"
+                )
+            )
+    return problems
+
+
+def _node_problems(index: int, node: Mapping[str, Any], seen: dict[str, int]) -> list[NodeProblem]:
+    """Duplicate ids, unknown blocks, and what Input and Output may not have."""
+    node_id, layer = node["id"], node["layer"]
+    if node_id in seen:
+        return [
+            NodeProblem(
+                index, node_id, "id", f"duplicate id {node_id!r} (also node {seen[node_id]})"
+            )
+        ]
+    seen[node_id] = index
+    if graph_blocks.block(layer) is None:
+        names = ", ".join(graph_blocks.block_names())
+        return [
+            NodeProblem(
+                index, node_id, "layer", f"{_label(node)}: unknown block; expected one of {names}"
+            )
+        ]
+    if layer in (INPUT, OUTPUT) and node.get("params"):
+        why = "its shape comes from the task" if layer == INPUT else "the task sets its size"
+        return [NodeProblem(index, node_id, "params", f"{_label(node)} takes no params ({why})")]
+    if layer == INPUT and node.get("inputs"):
+        return [NodeProblem(index, node_id, "inputs", f"{_label(node)} takes no inputs")]
+    return []
+
+
+def _count_problems(nodes: Sequence[Mapping[str, Any]], layer: str) -> list[NodeProblem]:
+    found = [index for index, node in enumerate(nodes) if node["layer"] == layer]
+    if not found:
+        return [NodeProblem(None, None, "", f"expected exactly one {layer} node, got none")]
+    return [
+        NodeProblem(
+            index,
+            nodes[index]["id"],
+            "layer",
+            f"{_label(nodes[index])}: expected exactly one {layer} node, got {len(found)} "
+            f"({', '.join(nodes[i]['id'] for i in found)})",
+        )
+        for index in found[1:]
+    ]
+
+
+def edges_of(nodes: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """`(source, target, port)` of every reference, in node and port order."""
+    return [
+        (source, node["id"], port)
+        for node in nodes
+        for port, value in node.get("inputs", {}).items()
+        for source in _sources(value)
+        if isinstance(source, str)
+    ]
+
+
+def topological_order(nodes: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int]]:
+    """Node indices in an order where every node follows its inputs, and those on cycles.
+
+    Edges to unknown ids are ignored; among ready nodes the spec's order is kept.
+    """
+    index_of = {node["id"]: index for index, node in enumerate(nodes)}
+    waiting = {index: set() for index in range(len(nodes))}
+    for source, target, _ in edges_of(nodes):
+        if source in index_of:
+            waiting[index_of[target]].add(index_of[source])
+    order, done = [], set()
+    progress = True
+    while progress:
+        progress = False
+        for index in range(len(nodes)):
+            if index not in done and waiting[index] <= done:
+                order.append(index)
+                done.add(index)
+                progress = True
+    return order, [index for index in range(len(nodes)) if index not in done]
+
+
+def _reach(start: set[str], links: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(start), list(start)
+    while todo:
+        for other in links.get(todo.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+def _flow_problems(nodes: Sequence[Mapping[str, Any]]) -> list[NodeProblem]:
+    """Cycles, nodes that do not lead to Output, an Output that Input does not reach."""
+    _, stuck = topological_order(nodes)
+    problems = []
+    forward: dict[str, set[str]] = {}
+    for source, target, _ in edges_of(nodes):
+        forward.setdefault(source, set()).add(target)
+    # Stuck nodes are on a cycle or after one; those on it reach themselves.
+    cyclic = [
+        i for i in stuck if nodes[i]["id"] in _reach(forward.get(nodes[i]["id"], set()), forward)
+    ]
+    if cyclic:
+        names = ", ".join(nodes[index]["id"] for index in cyclic)
+        for index in cyclic:
+            problems.append(
+                NodeProblem(
+                    index,
+                    nodes[index]["id"],
+                    "inputs",
+                    f"{_label(nodes[index])} is on a cycle (through {names}); a graph model "
+                    "feeds forward only",
+                )
+            )
+        return problems
+    backward: dict[str, set[str]] = {}
+    for source, target, _ in edges_of(nodes):
+        backward.setdefault(target, set()).add(source)
+    outputs = {node["id"] for node in nodes if node["layer"] == OUTPUT}
+    inputs = {node["id"] for node in nodes if node["layer"] == INPUT}
+    leads_out = _reach(outputs, backward)
+    from_input = _reach(inputs, forward)
+    for index, node in enumerate(nodes):
+        if node["id"] not in leads_out and node["layer"] != OUTPUT:
+            problems.append(
+                NodeProblem(
+                    index,
+                    node["id"],
+                    "",
+                    f"{_label(node)} does not lead to the Output node; connect its output "
+                    "or delete it",
+                )
+            )
+        elif node["layer"] == OUTPUT and node["id"] not in from_input and inputs:
+            problems.append(
+                NodeProblem(
+                    index, node["id"], "inputs.x", f"{_label(node)} is not reached from the Input"
+                )
+            )
+    return problems
+
+
+def structure_problems(nodes: Sequence[Mapping[str, Any]]) -> list[NodeProblem]:
+    """Everything wrong with the graph's structure, found without Keras.
+
+    Each node is a mapping with `id`, `layer` and optionally `inputs`, `params`.
+    """
+    seen: dict[str, int] = {}
+    problems = []
+    for index, node in enumerate(nodes):
+        problems += _node_problems(index, node, seen)
+    if problems:
+        return problems
+    ids = set(seen)
+    for index, node in enumerate(nodes):
+        problems += _port_problems(index, node, ids)
+    problems += _count_problems(nodes, INPUT) + _count_problems(nodes, OUTPUT)
+    if problems:
+        return problems
+    return _flow_problems(nodes)
+
+
+# The walk (Keras) -----------------------------------------------------------
+
+
+@dataclass
+class Walk:
+    """What a walk gave: each node's output tensor and layer, and its problems."""
+
+    tensors: dict[str, Any] = field(default_factory=dict)
+    layers: dict[str, Any] = field(default_factory=dict)
+    problems: list[NodeProblem] = field(default_factory=list)
+    input_id: str | None = None
+    output_id: str | None = None
+
+    def shape_text(self, node_id: str) -> str | None:
+        tensor = self.tensors.get(node_id)
+        return None if tensor is None else shape_text(tensor.shape)
+
+    def param_count(self) -> int:
+        return int(sum(layer.count_params() for layer in self.layers.values() if layer.built))
+
+
+def shape_text(shape: Sequence[Any]) -> str:
+    """`(None, 20, 32)`: a shape as text, the batch as None."""
+    return str(tuple(None if dim is None else int(dim) for dim in shape))
+
+
+def layer_words(error: BaseException) -> str:
+    """A layer's own message from an exception Keras raised while calling it, cut short."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    match = re.search(
+        r"Exception encountered when calling [^\n]*\n(.*?)(\n\s*Arguments received|$)", text, re.S
+    )
+    if match and match.group(1).strip():
+        text = match.group(1)
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
+
+
+def _param_problems(index: int, node: Mapping[str, Any], item: Any) -> list[NodeProblem]:
+    """Parameters that the layer's constructor does not take, or required ones left out."""
+    offered = {param.name: param for param in graph_blocks.parameters(item)}
+    given = node.get("params", {})
+    label = _label(node)
+    problems = [
+        NodeProblem(
+            index,
+            node["id"],
+            f"params.{name}",
+            f"{label}: unknown parameter {name!r}; its parameters: {', '.join(offered)}",
+        )
+        for name in given
+        if name not in offered
+    ]
+    problems += [
+        NodeProblem(index, node["id"], f"params.{name}", f"{label}: parameter {name!r} is required")
+        for name, param in offered.items()
+        if param.required and name not in given
+    ]
+    return problems
+
+
+def _filled(item: Any, params: dict[str, Any], task: Any, inputs: list[Any]) -> dict[str, Any]:
+    """The parameters with those the graph gives filled in (see `Block.filled`)."""
+    params = dict(params)
+    if "input_dim" in item.filled and "input_dim" not in params:
+        vocab = getattr(task.inputs, "vocab_size", None)
+        if vocab is None:
+            raise ValueError(
+                "argument `input_dim` is required: the task's inputs are not token ids, so "
+                "there is no vocabulary size to take it from"
+            )
+        params["input_dim"] = vocab
+    if "max_length" in item.filled and "max_length" not in params:
+        length = inputs[0].shape[1] if len(inputs[0].shape) > 1 else None
+        if length is None:
+            raise ValueError("argument `max_length` is required: its input has no fixed length")
+        params["max_length"] = int(length)
+    return params
+
+
+def make_layer(item: Any, node_id: str, params: dict[str, Any]) -> Any:
+    """The block's layer named `node_id` (a recurrent one wrapped in Bidirectional if asked)."""
+    # Keras loads on first use, not on import (validating a spec must not load it).
+    import keras
+
+    params = dict(params)
+    bidirectional = params.pop("bidirectional", False) if item.recurrent else False
+    merge_mode = params.pop("merge_mode", "concat") if item.recurrent else None
+    cls = item.layer_class()
+    if not bidirectional:
+        return cls(name=node_id, **params)
+    return keras.layers.Bidirectional(
+        cls(name=f"{node_id}_layer", **params), merge_mode=merge_mode, name=node_id
+    )
+
+
+def _head(node_id: str, task: Any) -> Any:
+    import keras  # loaded on first use (see make_layer)
+
+    targets = task.targets
+    if targets.kind == "classification":
+        return keras.layers.Dense(
+            targets.num_classes, activation="softmax", dtype="float32", name=node_id
+        )
+    return keras.layers.Dense(targets.output_dim, dtype="float32", name=node_id)
+
+
+def _call(item: Any, layer: Any, node: Mapping[str, Any], tensors: dict[str, Any]) -> Any:
+    inputs = node.get("inputs", {})
+    if item.variadic:
+        return layer([tensors[source] for source in inputs[item.variadic[0]]])
+    positional = [tensors[inputs[port]] for port in item.ports]
+    keywords = {port: tensors[inputs[port]] for port in item.optional_ports if port in inputs}
+    return layer(*positional, **keywords)
+
+
+def _given_shapes(item: Any, node: Mapping[str, Any], tensors: dict[str, Any]) -> str:
+    parts = []
+    for port, value in node.get("inputs", {}).items():
+        shapes = ", ".join(shape_text(tensors[source].shape) for source in _sources(value))
+        parts.append(f"{port} {shapes}")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """One node's result: its output tensor (or None), its layer, and its problems."""
+
+    tensor: Any
+    layer: Any
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+def _compute(node: Mapping[str, Any], task: Any, tensors: dict[str, Any]) -> _Outcome:
+    """Make and call one node's layer on its inputs' tensors."""
+    item, node_id = graph_blocks.block(node["layer"]), node["id"]
+    if node["layer"] == OUTPUT:
+        layer = _head(node_id, task)
+    else:
+        problems = _param_problems(0, node, item)
+        if problems:
+            return _Outcome(None, None, tuple((p.field, p.message) for p in problems))
+        sources = [s for value in node.get("inputs", {}).values() for s in _sources(value)]
+        try:
+            params = _filled(item, node.get("params", {}), task, [tensors[s] for s in sources])
+            layer = make_layer(item, node_id, params)
+        except (ValueError, TypeError) as error:
+            return _Outcome(None, None, (("params", f"{_label(node)}: {layer_words(error)}"),))
+    try:
+        return _Outcome(_call(item, layer, node, tensors), layer)
+    except Exception as error:  # the layer's own refusal of its inputs, whatever its type
+        ports = list(node.get("inputs", {}))
+        where = f"inputs.{ports[0]}" if len(ports) == 1 else "inputs"
+        given = _given_shapes(item, node, tensors)
+        return _Outcome(None, None, ((where, f"{_label(node)} on {given}: {layer_words(error)}"),))
+
+
+def _signature(tensor: Any) -> tuple[Any, ...]:
+    """What a layer's output depends on in a tensor: its shape, dtype and mask's shape."""
+    mask = getattr(tensor, "_keras_mask", None)
+    return (tuple(tensor.shape), str(tensor.dtype), None if mask is None else tuple(mask.shape))
+
+
+def _cache_key(node: Mapping[str, Any], task: Any, tensors: dict[str, Any]) -> str:
+    """A node's layer, parameters, input signatures and the task's sizes, as one key."""
+    inputs = {
+        port: [_signature(tensors[source]) for source in _sources(value)]
+        for port, value in node.get("inputs", {}).items()
+    }
+    targets = task.targets
+    sizes = (
+        getattr(task.inputs, "vocab_size", None),
+        targets.kind,
+        getattr(targets, "num_classes", None),
+        getattr(targets, "output_dim", None),
+    )
+    parts = (node["id"], node["layer"], node.get("params", {}), inputs, sizes)
+    return json.dumps(parts, sort_keys=True, default=repr)
+
+
+class _OutcomeCache:
+    """The last symbolic outcomes by `_cache_key`: the canvas asks after every small change.
+
+    A node whose block, parameters and input shapes are unchanged gives the same
+    output shape and parameter count, so only the nodes downstream of a change
+    are called again. Outcomes of real builds are never cached.
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self.items: collections.OrderedDict[str, _Outcome] = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> _Outcome | None:
+        with self.lock:
+            found = self.items.get(key)
+            if found is not None:
+                self.items.move_to_end(key)
+            return found
+
+    def put(self, key: str, outcome: _Outcome) -> None:
+        with self.lock:
+            self.items[key] = outcome
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
+
+OUTCOMES = _OutcomeCache(CACHE_SIZE)
+
+
+def _step(index: int, node: Mapping[str, Any], task: Any, walk: Walk, cached: bool) -> None:
+    """One node's outcome (from the cache when `cached` and known), recorded in `walk`."""
+    # Keras loads on first use (see make_layer).
+    import keras
+
+    node_id = node["id"]
+    if node["layer"] == INPUT:
+        inputs = task.inputs
+        walk.tensors[node_id] = keras.Input(shape=inputs.shape, dtype=inputs.dtype, name=node_id)
+        walk.input_id = node_id
+        return
+    sources = [source for value in node.get("inputs", {}).values() for source in _sources(value)]
+    if any(source not in walk.tensors for source in sources):
+        return  # an input has no tensor: its own problem is already recorded
+    key = _cache_key(node, task, walk.tensors) if cached else None
+    outcome = OUTCOMES.get(key) if cached else None
+    if outcome is None:
+        outcome = _compute(node, task, walk.tensors)
+        if cached:
+            OUTCOMES.put(key, outcome)
+    walk.problems += [NodeProblem(index, node_id, f, message) for f, message in outcome.problems]
+    if outcome.tensor is not None:
+        walk.tensors[node_id] = outcome.tensor
+        walk.layers[node_id] = outcome.layer
+        if node["layer"] == OUTPUT:
+            walk.output_id = node_id
+
+
+def walk(nodes: Sequence[Mapping[str, Any]], task: Any, *, symbolic: bool = True) -> Walk:
+    """Make and call every node's layer in topological order (see the module docstring).
+
+    Args:
+        nodes: The graph's nodes (mappings with `id`, `layer`, `params`, `inputs`).
+        task: Anything with the task's `inputs` and `targets` specs.
+        symbolic: Call the layers inside a stateless scope that leaves their
+            weights unallocated (for shapes and checks); False builds for real.
+    """
+    result = Walk(problems=structure_problems(nodes))
+    if any(problem.field in ("id", "layer") for problem in result.problems):
+        return result
+    # A dangling node still gets its shape (the canvas shows it); a miswired one cannot.
+    broken = {problem.node_id for problem in result.problems if problem.field}
+    order, _ = topological_order(nodes)
+    todo = [index for index in order if nodes[index]["id"] not in broken]
+    if not symbolic:
+        for index in todo:
+            _step(index, nodes[index], task, result, cached=False)
+        return result
+    with _unallocated():
+        for index in todo:
+            _step(index, nodes[index], task, result, cached=True)
+    return result
+
+
+@contextlib.contextmanager
+def _unallocated():
+    """A `keras.StatelessScope` whose variables stay shapes only, and are then forgotten.
+
+    Keras keeps a list of the variables created uninitialised in a stateless
+    scope and initialises them all when the next such scope closes; the
+    variables made here are taken off that list, so that no later scope ever
+    allocates the weights of a graph that was only being checked.
+    """
+    import keras  # loaded on first use (see make_layer)
+
+    # Keras has no public handle on that list; it lives in its global state.
+    from keras.src.backend.common import global_state
+
+    key = "uninitialized_variables"
+    kept = {id(variable) for variable in global_state.get_global_attribute(key) or []}
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+    finally:
+        current = global_state.get_global_attribute(key) or []
+        global_state.set_global_attribute(key, [v for v in current if id(v) in kept])

@@ -1,0 +1,361 @@
+"""A model's memory, estimated from its spec before anything is allocated, and a budget for it.
+
+    spec + task shapes ─▶ builder.estimate (one `Part` per layer, from formulas)
+                       ─▶ MemoryEstimate (weights, gradients, optimiser state, one batch)
+                       ─▶ check_budget: refuse, naming the field, what exceeds the budget
+
+A spec that passes validation may still ask for more memory than the machine
+has: `model.encoder.units: 26000` on a GRU is 4 billion weights, 65 GB with
+Adam. Building it to count its weights would allocate them, so each model
+builder counts them from its fields instead (`ModelBuilder.estimate`), with
+the same formulas Keras uses to shape the weights (tested against
+`model.count_params()` for every preset).
+
+The estimate, in bytes (`MemoryEstimate.total_bytes`):
+
+    P · (4 + 4 + 4·s)  +  2 · B · A · a
+
+- `P` parameters, held as float32 (4 bytes; Keras keeps float32 variables
+  under a mixed-precision policy too), one float32 gradient each (4 bytes;
+  counted dense, although TensorFlow's embedding gradients are sparse) and
+  `s` float32 optimiser slots each: Adam and AdamW 2 (first and second
+  moments), RMSprop 1 (the mean square; no momentum, as `make_optimizer`
+  sets none), SGD 0 (no momentum).
+- `A` activations per example: every layer output kept for the backward
+  pass, summed over the layers (`Part.activations`: time × width for a
+  sequence layer, with a recurrent layer's gates, and heads × T × T for
+  attention scores), times `B` the batch size; `a` bytes each, 4 (float32)
+  unless `train.mixed_precision` asks for a 16-bit policy (2) — `auto` counts
+  4, since it is float32 on a CPU. The factor 2 is the backward pass, whose
+  gradients of the activations are as large as the activations.
+
+It leaves out the framework itself (already loaded when the check runs, so
+already out of the free memory the budget is a fraction of), the data (the
+task made it already) and compiled kernels' scratch space. It is meant to
+be within a small factor of the process's growth, and above it rather than
+below.
+
+The budget (`memory_budget`): `KERAS_SEQ_MEMORY_BUDGET` when set (`4GB`,
+`512MB`, `1.5GiB`, `75%` of the available memory, or `none` for no check;
+`keras-seq train/sweep/ui --memory-budget` set it), else half of the memory
+available on this machine now (`MemAvailable` in `/proc/meminfo`, else
+`os.sysconf`). It is host memory: on a GPU the weights live in device
+memory, which this does not measure.
+
+A plugin builder that does not implement `estimate` gets no estimate
+(`estimate` returns None) and is not refused: a wrong guess would refuse
+models that fit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder_ui.specs import SpecError, shown
+
+BUDGET_ENV = "KERAS_SEQ_MEMORY_BUDGET"
+DEFAULT_FRACTION = 0.5
+WEIGHT_BYTES = 4  # float32 variables, under every dtype policy
+GRADIENT_BYTES = 4
+SLOT_BYTES = 4
+# Optimiser state per weight, as `builder_ui.builders.prepare.make_optimizer` makes them.
+OPTIMIZER_SLOTS = {"adam": 2, "adamw": 2, "rmsprop": 1, "sgd": 0}
+BACKWARD_FACTOR = 2  # the activations, and their gradients in the backward pass
+MEMINFO = Path("/proc/meminfo")
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+_NO_BUDGET = ("none", "off", "unlimited")
+
+
+class BudgetError(SpecError):
+    """A memory budget that cannot be read (`KERAS_SEQ_MEMORY_BUDGET=lots`)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One layer (or a group of layers) of an estimate.
+
+    Attributes:
+        name: The layer's name in the built model (`gru_0`, `encoder_block_1`, ...).
+        field: The spec field that sets its size, from the spec's root
+            (`model.encoder.units`): the one a refusal names.
+        parameters: Its weights, exactly as Keras will create them.
+        activations: Floats per example it keeps for the backward pass.
+    """
+
+    name: str
+    field: str
+    parameters: int
+    activations: int = 0
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What training a model needs, from its `Part`s and the spec's `train` section.
+
+    Attributes:
+        parts: One per layer (or group), as the builder's `estimate` gave them.
+        batch_size: `train.batch_size`.
+        optimizer: `train.optimizer`.
+        activation_bytes: Bytes per activation (4, or 2 under a 16-bit policy).
+    """
+
+    parts: tuple[Part, ...]
+    batch_size: int
+    optimizer: str
+    activation_bytes: int = 4
+
+    @property
+    def parameters(self) -> int:
+        return sum(part.parameters for part in self.parts)
+
+    @property
+    def optimizer_slots(self) -> int:
+        return OPTIMIZER_SLOTS.get(self.optimizer, 2)
+
+    @property
+    def bytes_per_parameter(self) -> int:
+        """The weight, its gradient and the optimiser's slots."""
+        return WEIGHT_BYTES + GRADIENT_BYTES + SLOT_BYTES * self.optimizer_slots
+
+    @property
+    def parameter_bytes(self) -> int:
+        return self.parameters * self.bytes_per_parameter
+
+    @property
+    def activation_memory(self) -> int:
+        """One batch of activations through the forward and backward pass, in bytes."""
+        floats = sum(part.activations for part in self.parts)
+        return BACKWARD_FACTOR * self.batch_size * floats * self.activation_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return self.parameter_bytes + self.activation_memory
+
+    def part_bytes(self, part: Part) -> int:
+        return (
+            part.parameters * self.bytes_per_parameter
+            + BACKWARD_FACTOR * self.batch_size * part.activations * self.activation_bytes
+        )
+
+    def driving_field(self) -> str:
+        """The spec field whose parts need the most bytes: the one to make smaller."""
+        by_field: dict[str, int] = {}
+        for part in self.parts:
+            by_field[part.field] = by_field.get(part.field, 0) + self.part_bytes(part)
+        return max(by_field, key=by_field.get) if by_field else "model"
+
+    def describe(self) -> str:
+        """`about 66.3 GB (4,057,664,082 parameters: 64.9 GB for ...; activations ...: 1.3 GB)`."""
+        slots = self.optimizer_slots
+        state = (
+            f" and {self.optimizer}'s {slots} slot{'s' if slots != 1 else ''} each" if slots else ""
+        )
+        return (
+            f"about {format_bytes(self.total_bytes)} ({self.parameters:,} parameters: "
+            f"{format_bytes(self.parameter_bytes)} for the weights, their gradients{state}; "
+            f"activations of one batch of {self.batch_size}: "
+            f"{format_bytes(self.activation_memory)})"
+        )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many bytes a model may need, and where that number came from (for messages)."""
+
+    bytes: int | None
+    source: str
+
+    def describe(self) -> str:
+        if self.bytes is None:
+            return f"no memory budget ({self.source})"
+        return f"the memory budget of {format_bytes(self.bytes)} ({self.source})"
+
+
+def format_bytes(count: float) -> str:
+    """`8_100_000_000` → `8.1 GB` (decimal units, as `4GB` in the budget means)."""
+    for unit, size in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if count >= size:
+            value = count / size
+            return f"{value:.1f} {unit}" if value < 100 else f"{value:,.0f} {unit}"
+    return f"{int(count)} bytes"
+
+
+def parse_size(text: str, *, name: str = BUDGET_ENV) -> int:
+    """`"4GB"` → 4·10⁹ bytes; `"512MiB"` → 512·2²⁰. Raises `BudgetError` naming `name`."""
+    match = _SIZE.match(str(text))
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _UNITS:
+        raise BudgetError(
+            f"expected a size such as 4GB, 512MB or 1.5GiB, a share of the available memory "
+            f"such as 50%, or none, got {shown(text)}",
+            path=name,
+        )
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation now; None when it cannot be read.
+
+    `MemAvailable` of `/proc/meminfo` (Linux: free memory plus reclaimable
+    caches), else the free pages of `os.sysconf`.
+    """
+    try:
+        for line in MEMINFO.read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024  # the value is in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def memory_budget(environ: Mapping[str, str] | None = None) -> Budget:
+    """The budget: `KERAS_SEQ_MEMORY_BUDGET` (size, `N%` or `none`), else half the free memory.
+
+    Raises:
+        BudgetError: the variable is set to something that is not a size.
+    """
+    environ = os.environ if environ is None else environ
+    text = (environ.get(BUDGET_ENV) or "").strip()
+    if text.lower() in _NO_BUDGET:
+        return Budget(None, f"{BUDGET_ENV}={text}")
+    percent = _PERCENT.match(text) if text else None
+    if text and percent is None:
+        return Budget(parse_size(text), f"{text}, set by {BUDGET_ENV} or --memory-budget")
+    fraction = float(percent.group(1)) / 100 if percent else DEFAULT_FRACTION
+    free = available_memory()
+    if free is None:
+        return Budget(None, "the free memory of this machine is unknown")
+    share = "half" if fraction == DEFAULT_FRACTION else f"{fraction:.0%}"
+    return Budget(int(free * fraction), f"{share} of the {format_bytes(free)} of free memory")
+
+
+def estimate(spec: Any, builder: Any, task: Any) -> MemoryEstimate | None:
+    """The memory of training `spec`'s model on `task`, or None if its builder cannot tell.
+
+    Args:
+        spec: The validated `ExperimentSpec`.
+        builder: Its `ModelBuilder`.
+        task: The task's `TaskData` (only its `inputs` and `targets` shapes are read).
+    """
+    parts = builder.estimate(spec.model, task)
+    if parts is None:
+        return None
+    train = spec.train
+    half = train.mixed_precision in ("mixed_float16", "mixed_bfloat16")
+    return MemoryEstimate(tuple(parts), train.batch_size, train.optimizer, 2 if half else 4)
+
+
+def field_value(spec: Any, path: str) -> Any:
+    """The value at a dotted path of the spec (`model.encoder.units` → 26000), or None."""
+    node: Any = spec.to_dict()
+    for key in path.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def check_budget(
+    spec: Any, builder: Any, task: Any, budget: Budget | None = None
+) -> MemoryEstimate | None:
+    """Refuse a model whose estimate exceeds the budget; return the estimate (None if unknown).
+
+    Raises:
+        SpecError: at the field that drives the estimate, e.g. `model.encoder.units: 26000
+            makes this model need about 65 GB (...), over the memory budget of 6.0 GB (...)`.
+        BudgetError: an unreadable `KERAS_SEQ_MEMORY_BUDGET`.
+    """
+    budget = memory_budget() if budget is None else budget
+    found = estimate(spec, builder, task)
+    if found is None or budget.bytes is None or found.total_bytes <= budget.bytes:
+        return found
+    path = found.driving_field()
+    value = field_value(spec, path)
+    subject = f"{shown(value)} makes this model" if value is not None else "this model would"
+    raise SpecError(
+        f"{subject} need {found.describe()}, over {budget.describe()}; make {path} smaller, "
+        f"or set {BUDGET_ENV} or --memory-budget to change the budget",
+        path=path,
+    )
+
+
+# --- Formulas: the weights Keras creates, and what each layer keeps for the backward pass -----
+
+# Weight blocks of a recurrent cell: one for Elman's RNN, three gates for a GRU, four for an LSTM.
+GATE_BLOCKS = {"simple": 1, "gru": 3, "lstm": 4}
+
+
+def dense(inputs: int, units: int, bias: bool = True) -> int:
+    """`keras.layers.Dense(units)` on `inputs` features: kernel and bias."""
+    return inputs * units + (units if bias else 0)
+
+
+def layer_norm(width: int) -> int:
+    """`keras.layers.LayerNormalization`: γ and β."""
+    return 2 * width
+
+
+def recurrent_cell(
+    cell: str, inputs: int, units: int, *, forget_gate: bool = False, peephole: bool = False
+) -> int:
+    """One recurrent cell's weights: kernel, recurrent kernel, bias (and peepholes).
+
+    GRU: Keras' default `reset_after=True` has two biases per gate. `cec_lstm`
+    (`keras_seq.layers.CECLSTMCell`): three blocks, four with the forget gate,
+    one peephole vector per gate with `peephole`.
+    """
+    if cell == "cec_lstm":
+        blocks = 4 if forget_gate else 3
+        peepholes = (3 if forget_gate else 2) * units if peephole else 0
+        return blocks * units * (inputs + units + 1) + peepholes
+    blocks = GATE_BLOCKS[cell]
+    biases = 2 if cell == "gru" else 1
+    return blocks * units * (inputs + units + biases)
+
+
+def recurrent_activations(cell: str, length: int, units: int) -> int:
+    """Floats per example a recurrent layer keeps: each step's gates, cell state and output."""
+    blocks = 4 if cell == "cec_lstm" else GATE_BLOCKS[cell]
+    return length * units * (blocks + 2)
+
+
+def multi_head_attention(width: int) -> int:
+    """`keras.layers.MultiHeadAttention` with `key_dim = width / heads`: Q, K, V, O and biases."""
+    return 4 * width * width + 4 * width
+
+
+def feedforward(width: int, ff_dim: int) -> int:
+    """A Transformer block's two dense layers, `width → ff_dim → width`."""
+    return dense(width, ff_dim) + dense(ff_dim, width)
+
+
+def block_activations(length: int, width: int, ff_dim: int) -> int:
+    """Floats per example of one block's projections, residuals and norms (not its scores)."""
+    return length * (10 * width + 2 * ff_dim)
+
+
+def attention_scores(heads: int, queries: int, keys: int) -> int:
+    """Floats per example of the scores and the softmax weights, `heads × Tq × Tv` each."""
+    return 2 * heads * queries * keys

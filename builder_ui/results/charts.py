@@ -1,0 +1,330 @@
+"""Interactive charts of runs, as the HParams dashboard and W&B draw them: plain Plotly figures.
+
+Each function takes run records or a `builder_ui.results.compare.compare` table and
+returns a `plotly.graph_objects.Figure`, which zooms, shows values on hover and hides a
+series when its legend entry is clicked; the app shows it in a `gr.Plot`, a notebook
+shows it as it is. Values go into the traces as plain lists (not NumPy arrays, which
+Plotly would encode as binary), so a figure's JSON reads the same in any plotly.js.
+
+- `learning_curves`: several metrics per epoch of several runs, one panel per metric,
+  one colour per run (clicking a run in the legend hides all its curves).
+- `parallel_coordinates`: one axis per hyperparameter that differs, then the metric;
+  one line per run, coloured by the metric.
+- `hyperparameter_scatter`: any hyperparameter against any metric, one point per run.
+- `bleu_by_length_figure` and `bleu_table_rounded`: BLEU per source-length bucket,
+  the buckets' ranges as the ticks, the table to 1–2 decimals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from builder_ui.engine.store import RunRecord
+from builder_ui.results import compare
+
+# Columns of a `compare` table that are not spec fields (hyperparameters).
+NOT_HYPERPARAMETERS = frozenset(
+    {
+        *compare.LEADING_COLUMNS,
+        *compare.EPOCH_COLUMNS,
+        *compare.TRAILING_COLUMNS,
+        *compare.ANNOTATION_COLUMNS,
+    }
+)
+
+# Plotly's default colour cycle, named so each run keeps one colour in every panel.
+COLOURS = (
+    "#636efa",
+    "#ef553b",
+    "#00cc96",
+    "#ab63fa",
+    "#ffa15a",
+    "#19d3f3",
+    "#ff6692",
+    "#b6e880",
+    "#ff97ff",
+    "#fecb52",
+)
+
+# One marker shape per run, as the colours: runs with the same curve (a seeded spec
+# trained twice) draw one line on the other, and the shapes show both are there. They
+# are hollow and shrink by run (`MARKER_SIZES`), so a run's marker drawn over another's
+# sits inside it instead of hiding it.
+SYMBOLS = tuple(
+    f"{shape}-open"
+    for shape in ("circle", "square", "diamond", "cross", "x", "triangle-up", "star", "hexagon")
+)
+
+MARKER_SIZES = (12, 9, 6)
+
+# The most hyperparameter axes a parallel-coordinates chart draws by default.
+MAX_AXES = 12
+
+# Roughly the width of one character of Plotly's default 12 px font, for margins that
+# hold text drawn outside the plot (the widest letters are about 0.6 of the size).
+CHAR_PX = 7.5
+
+# The longest category name a parallel-coordinates tick shows in full.
+MAX_TICK_CHARS = 24
+
+# Decimals of each score in the BLEU-by-length table: BLEU is 0-100, the others 0-1.
+BLEU_DECIMALS = {"bleu": 1, "exact_match": 2, "token_accuracy": 2}
+
+
+# Up to this many epochs, the epoch axis has a tick for each.
+MAX_EPOCH_TICKS = 20
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, or None (a gap in a line, no point): NaN, None and text are not numbers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def run_label(record_id: str, name: Any) -> str:
+    """How a run is named in a legend or on hover: `name (id)`."""
+    return f"{name} ({record_id})"
+
+
+def learning_curves(records: Iterable[RunRecord], metrics: Sequence[str]):
+    """Each metric per epoch of each run (records loaded with their history), overlaid.
+
+    One panel per metric, stacked, sharing the epoch axis; a run has one colour and
+    one marker shape in every panel and one legend entry, so clicking it hides all its
+    curves. Hovering an epoch lists every run's value there, so runs whose curves
+    coincide (drawn one on the other) are still told apart.
+
+    Raises:
+        ValueError: No metric given, or no run logged any of them (the message lists
+            what they logged).
+    """
+    records, metrics = list(records), list(dict.fromkeys(metrics or ()))
+    logged = sorted({name for record in records for row in record.history for name in row.metrics})
+    if not metrics or not any(record.curve(m)[0] for record in records for m in metrics):
+        raise ValueError(
+            "Received an invalid value for argument `metrics`, expected metrics the runs "
+            f"logged ({logged or 'none yet'}), got {metrics!r}."
+        )
+    figure = make_subplots(
+        rows=len(metrics), cols=1, shared_xaxes=True, subplot_titles=metrics, vertical_spacing=0.08
+    )
+    for index, record in enumerate(records):
+        colour = COLOURS[index % len(COLOURS)]
+        marker = {
+            "symbol": SYMBOLS[index % len(SYMBOLS)],
+            "size": MARKER_SIZES[index % len(MARKER_SIZES)],
+            "line": {"width": 2},
+        }
+        shown_in_legend = False
+        for row, metric in enumerate(metrics, start=1):
+            epochs, values = record.curve(metric)
+            if not epochs:
+                continue
+            trace = go.Scatter(
+                x=list(epochs),
+                y=[_number(value) for value in values],
+                mode="lines+markers",
+                name=run_label(record.id, record.name),
+                legendgroup=record.id,
+                showlegend=not shown_in_legend,
+                line={"color": colour},
+                marker=marker,
+                hovertemplate="%{fullData.name}: %{y:.4g}<extra></extra>",
+            )
+            figure.add_trace(trace, row=row, col=1)
+            figure.update_yaxes(title_text=metric, row=row, col=1)
+            shown_in_legend = True
+    figure.update_xaxes(title_text="epoch", row=len(metrics), col=1)
+    figure.update_xaxes(unifiedhovertitle={"text": "epoch %{x}"})  # the hover's first line
+    # Epochs are whole numbers: a short run gets a tick per epoch, not 1.5 between two
+    # (a long one gets Plotly's round steps: 5, 10, ...).
+    longest = max((len(record.history) for record in records), default=0)
+    if longest <= MAX_EPOCH_TICKS:
+        figure.update_xaxes(tick0=1, dtick=1)
+    figure.update_layout(
+        height=max(320, 260 * len(metrics)), hovermode="x unified", legend={"title": "run"}
+    )
+    return figure
+
+
+def hyperparameter_columns(table) -> list[str]:
+    """The spec fields of a `compare` table (the hyperparameters that differ), in table order."""
+    metrics = set(compare.metric_columns(table))
+    return [c for c in table.columns if c not in NOT_HYPERPARAMETERS and c not in metrics]
+
+
+def _informative_hyperparameters(rows) -> list[str]:
+    """The hyperparameters worth an axis: differing among `rows`, mostly filled, `MAX_AXES`."""
+    worth = set(compare.default_columns(rows))
+    return [column for column in hyperparameter_columns(rows) if column in worth][:MAX_AXES]
+
+
+def _axis(values: list[Any], label: str) -> dict[str, Any]:
+    """One parallel-coordinates dimension: numbers as they are, anything else as categories."""
+    numbers = [_number(value) for value in values]
+    if all(number is not None for number in numbers):
+        return {"label": label, "values": numbers}
+    categories = sorted({compare.cell_text(value) for value in values})
+    codes = [categories.index(compare.cell_text(value)) for value in values]
+    return {
+        "label": label,
+        "values": codes,
+        "tickvals": list(range(len(categories))),
+        "ticktext": [_shortened(text or "(none)") for text in categories],
+    }
+
+
+def _shortened(text: str) -> str:
+    """`text`, or its first `MAX_TICK_CHARS - 1` characters and "…" (a file path, a long name)."""
+    return text if len(text) <= MAX_TICK_CHARS else text[: MAX_TICK_CHARS - 1] + "…"
+
+
+def _outer_margins(dimensions: list[dict[str, Any]]) -> dict[str, int]:
+    """Left and right margins (px) that hold the outer axes' tick texts and names.
+
+    Every axis writes its tick texts to its left and its name centred above it, so
+    the first axis needs its widest tick text (or half its name) left of the plot and
+    the last half its name right of it; the colour bar makes its own room.
+    """
+    first, last = dimensions[0], dimensions[-1]
+    ticks = first.get("ticktext") or [f"{v:.4g}" for v in first["values"] if v is not None]
+    left = max([len(text) for text in ticks] + [len(first["label"]) / 2]) * CHAR_PX
+    right = len(last["label"]) / 2 * CHAR_PX
+    return {"l": max(60, math.ceil(left) + 12), "r": max(60, math.ceil(right) + 12)}
+
+
+def parallel_coordinates(table, metric: str, hyperparameters: Sequence[str] | None = None):
+    """One axis per hyperparameter, then `metric`; one line per run, coloured by `metric`.
+
+    Runs without a value of `metric` are left out (a line needs every axis).
+
+    Args:
+        table: A `compare` table (or filtered rows of one).
+        metric: A `val_*` column.
+        hyperparameters: The columns to draw (default: those of
+            `hyperparameter_columns` that differ among the runs drawn and that
+            most of them fill, as `compare.default_columns` picks, at most
+            `MAX_AXES`: runs of several model types have a field for every field
+            of every type, mostly empty, which would make the chart unreadable).
+
+    Raises:
+        ValueError: `metric` is not a metric column, no run has it, or no
+            hyperparameter differs among the runs.
+    """
+    _check_metric(table, metric)
+    rows = table[[_number(value) is not None for value in table[metric]]]
+    if rows.empty:
+        raise ValueError(f"No run shown has a value of `{metric}` to draw.")
+    columns = list(hyperparameters or _informative_hyperparameters(rows.reset_index(drop=True)))
+    if not columns:
+        raise ValueError("The runs shown differ in no hyperparameter: nothing to draw against.")
+    headers = compare.short_headers(columns)
+    dimensions = [_axis(list(rows[column]), headers[column]) for column in columns]
+    scores = [_number(value) for value in rows[metric]]
+    dimensions.append({"label": metric, "values": scores})
+    line = {"color": scores, "colorscale": "Viridis", "showscale": True}
+    line["colorbar"] = {"title": {"text": metric}}
+    figure = go.Figure(go.Parcoords(line=line, dimensions=dimensions))
+    margin = {**_outer_margins(dimensions), "t": 80, "b": 30}  # t: the names above the axes
+    figure.update_layout(height=420, margin=margin)
+    return figure
+
+
+def hyperparameter_scatter(table, hyperparameter: str, metric: str):
+    """`metric` against `hyperparameter`, one point per run (its name and id on hover).
+
+    A hyperparameter of numbers gets a number axis; one of text (a cell type, an
+    optimizer) gets a category axis. Runs without the metric are left out.
+
+    Raises:
+        ValueError: Either column is not in the table, or no run has the metric.
+    """
+    _check_metric(table, metric)
+    if hyperparameter not in table.columns:
+        raise ValueError(
+            f"Received an invalid value for argument `hyperparameter`, expected one of "
+            f"{hyperparameter_columns(table)}, got {hyperparameter!r}."
+        )
+    rows = table[[_number(value) is not None for value in table[metric]]]
+    if rows.empty:
+        raise ValueError(f"No run shown has a value of `{metric}` to draw.")
+    values = list(rows[hyperparameter])
+    numeric = all(_number(value) is not None for value in values)
+    x = [_number(v) for v in values] if numeric else [compare.cell_text(v) for v in values]
+    names = [run_label(i, n) for i, n in zip(rows["id"], rows["name"], strict=True)]
+    figure = go.Figure(
+        go.Scatter(
+            x=x,
+            y=[_number(value) for value in rows[metric]],
+            mode="markers",
+            marker={"size": 10},
+            text=names,
+            hovertemplate=f"%{{text}}<br>{hyperparameter}: %{{x}}<br>{metric}: %{{y:.4g}}"
+            "<extra></extra>",
+        )
+    )
+    figure.update_xaxes(title_text=hyperparameter, type=None if numeric else "category")
+    figure.update_yaxes(title_text=metric)
+    figure.update_layout(height=380, margin={"t": 30})
+    return figure
+
+
+def _check_metric(table, metric: str) -> None:
+    if metric not in compare.metric_columns(table):
+        raise ValueError(
+            f"Received an invalid value for argument `metric`, expected one of "
+            f"{compare.metric_columns(table)}, got {metric!r}."
+        )
+
+
+def bleu_by_length_figure(curves: Sequence[tuple[str, Any]], metric: str = "bleu"):
+    """`metric` per source-length bucket, one line per `(label, evaluate_by_length table)`.
+
+    Each bucket is drawn at the middle of its length range and the tick there reads
+    the range (`"1-10"`), so the x axis shows the buckets, not fractional lengths.
+    """
+    figure = go.Figure()
+    for label, frame in curves:
+        middles = _middles(frame)
+        figure.add_trace(
+            go.Scatter(
+                x=middles,
+                y=[_number(value) for value in frame[metric]],
+                mode="lines+markers",
+                name=label,
+                text=list(frame["bucket"]),
+                customdata=list(frame["n"]),
+                hovertemplate=f"length %{{text}}<br>{metric}: %{{y:.1f}}<br>%{{customdata}} "
+                "sentences<extra>%{fullData.name}</extra>",
+            )
+        )
+    reference = curves[0][1] if curves else None
+    if reference is not None:
+        figure.update_xaxes(tickvals=_middles(reference), ticktext=list(reference["bucket"]))
+    top = 100 if metric == "bleu" else 1
+    figure.update_xaxes(title_text="source sentence length (tokens)")
+    figure.update_yaxes(title_text=metric, range=[0, top])
+    figure.update_layout(height=380, title="BLEU by source sentence length", margin={"t": 50})
+    return figure
+
+
+def _middles(frame) -> list[float]:
+    """The middle of each bucket's length range, where its point and its tick go."""
+    pairs = zip(frame["min_length"], frame["max_length"], strict=True)
+    return [(float(low) + float(high)) / 2 for low, high in pairs]
+
+
+def bleu_table_rounded(table):
+    """A BLEU-by-length table for reading: BLEU to 1 decimal, the 0–1 scores to 2."""
+    table = table.copy()
+    for column, decimals in BLEU_DECIMALS.items():
+        if column in table.columns:
+            table[column] = table[column].round(decimals)
+    return table

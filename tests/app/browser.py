@@ -1,0 +1,89 @@
+"""Chromium for the browser tests: Debian's build, driven by Playwright (no browser download).
+
+`make browser` installs it; `$KERAS_SEQ_CHROMIUM` points elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+
+CHROMIUM = os.environ.get("KERAS_SEQ_CHROMIUM", "/usr/bin/chromium")
+
+needs_chromium = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM),
+    reason=f"no Chromium at {CHROMIUM}: `make browser` installs Debian's chromium package "
+    "(or set KERAS_SEQ_CHROMIUM)",
+)
+
+
+@contextlib.contextmanager
+def launched_chromium() -> Iterator[object]:
+    """A headless Chromium (a Playwright `Browser`), closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+# What Gradio's client logs when a reload cuts its open stream (the page being left, not the
+# page loaded): counted apart, and only between a reload and the new page's navigation.
+UNLOAD_NOISE = re.compile(r"AbortError: signal is aborted|Connection errored out")
+
+
+class Watched:
+    """A page with its console messages, uncaught errors and requests to Gradio's queue recorded.
+
+    `problems()` is what a browser test asserts empty. `reload()` reloads the page; what
+    Gradio's client logs as the old page's open stream is cut is kept apart (`unload_noise`):
+    it belongs to the page being left, which no one sees.
+    """
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.console: list[tuple[str, str]] = []
+        self.joins: list[float] = []  # monotonic time of each event sent to the server
+        self.failed: list[str] = []
+        self.unloading = False
+        self.unload_noise: list[str] = []
+        page.on("console", self._console)
+        page.on("framenavigated", self._navigated)
+        page.on("request", self._request)
+        page.on("requestfailed", lambda request: self.failed.append(request.url))
+        page.on("pageerror", lambda error: self.console.append(("error", f"uncaught: {error}")))
+
+    def _console(self, message) -> None:
+        if self.unloading and UNLOAD_NOISE.search(message.text):
+            self.unload_noise.append(message.text)
+        else:
+            self.console.append((message.type, message.text))
+
+    def _navigated(self, frame) -> None:
+        if frame == self.page.main_frame:
+            self.unloading = False
+
+    def reload(self) -> None:
+        """Reload the page; the old page's stream, cut as it goes, is not an error of the new."""
+        self.unloading = True
+        self.page.reload()
+
+    def _request(self, request) -> None:
+        if "/queue/join" in request.url:
+            self.joins.append(time.monotonic())
+
+    def problems(self) -> list[str]:
+        """Console errors, and the warnings of a chart whose numbers were strings."""
+        return [
+            f"{kind}: {text}"
+            for kind, text in self.console
+            if kind == "error" or "zero is dropped" in text
+        ]

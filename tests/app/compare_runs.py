@@ -1,0 +1,99 @@
+"""Run stores for the Compare tests: runs of three model types, trained or recorded.
+
+`train_three_model_types` trains one tiny run of each of three model types through the
+real engine (one epoch each, seeded). `record_runs` writes many runs through the
+store's own API, as the engine records them (spec, running, parameters, epochs,
+final metrics), for stores too big to train, such as 1,000 runs.
+"""
+
+from __future__ import annotations
+
+from builder_ui.builders import load_spec
+from builder_ui.engine.store import RunStore
+
+# One tiny spec per model type: 96 training and 24 validation examples, one epoch.
+TINY_SPECS = {
+    "sequence_classifier": {
+        "version": 2,
+        "name": "tiny-gru",
+        "task": {"type": "long_lag", "lag": 5, "n": 120, "encoding": "ids"},
+        "model": {
+            "type": "sequence_classifier",
+            "encoder": {"type": "rnn", "cell": "gru", "units": 4},
+            "embedding_dim": 4,
+        },
+        "train": {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 0},
+    },
+    "seq2seq": {
+        "version": 2,
+        "name": "tiny-seq2seq",
+        "task": {"type": "toy_translation", "n": 120, "min_len": 4, "max_len": 6},
+        "model": {
+            "type": "seq2seq",
+            "architecture": {"type": "rnn", "cell": "lstm", "units": 8, "embedding_dim": 8},
+        },
+        "train": {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 0},
+    },
+    "pointer_network": {
+        "version": 2,
+        "name": "tiny-pointer",
+        "task": {"type": "sort_numbers", "length": 4, "n": 120},
+        "model": {"type": "pointer_network", "units": 8, "cell": "lstm"},
+        "train": {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 0},
+    },
+}
+
+
+# The final metrics each model type's builder gives, besides the loss (see `record_runs`).
+_METRICS = {
+    "sequence_classifier": lambda score: {"accuracy": score},
+    "seq2seq": lambda score: {"bleu": 50 * score, "exact_match": 0.0, "token_accuracy": score},
+    "pointer_network": lambda score: {
+        "accuracy": score,
+        "pointer_accuracy": score / 2,
+        "sequence_accuracy": score / 4,
+    },
+}
+
+
+def full_spec(model_type: str, **train: object) -> dict:
+    """The tiny spec of `model_type` with every default filled in, as the engine stores it."""
+    document = TINY_SPECS[model_type]
+    document = {**document, "train": {**document["train"], **train}}
+    return load_spec(document).model_dump(mode="json")
+
+
+def train_three_model_types(directory) -> list[str]:
+    """Train one tiny run of each model type into the store at `directory`; their ids."""
+    # Keras loads only for the tests that train.
+    from builder_ui import engine
+
+    with RunStore(directory) as store:
+        records = [engine.run(spec, store=store) for spec in TINY_SPECS.values()]
+    assert [record.status for record in records] == ["done"] * 3, [r.error for r in records]
+    return [record.id for record in records]
+
+
+def record_runs(store: RunStore, count: int, *, epochs: int = 2) -> list[str]:
+    """`count` finished runs cycling through the three model types and five learning rates.
+
+    Each is written as the engine writes one: created, running on the CPU, its
+    parameters, `epochs` epochs of logs, then done with its final validation
+    metrics, named as each model type's builder names them. The i-th run's accuracy
+    is `i / count` (so a range filter has a known answer); translators have no
+    accuracy but BLEU, exact match and token accuracy.
+    """
+    types = list(TINY_SPECS)
+    ids = []
+    for i in range(count):
+        model_type = types[i % len(types)]
+        rate = (0.001, 0.003, 0.01, 0.03, 0.1)[i % 5]
+        run_id = store.create_run(full_spec(model_type, learning_rate=rate, epochs=epochs))
+        store.set_status(run_id, "running", backend="tensorflow", device="CPU")
+        store.update(run_id, params=100 + i, precision="float32")
+        for epoch in range(1, epochs + 1):
+            store.append_epoch(run_id, epoch, {"loss": 1.0 / epoch, "val_loss": 1.1 / epoch})
+        metrics = {"loss": 1.0 - i / count, **_METRICS[model_type](i / count)}
+        store.finish(run_id, "done", metrics=metrics, wall_time=1.5, examples_per_sec=100.0)
+        ids.append(run_id)
+    return ids

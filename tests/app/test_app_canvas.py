@@ -1,0 +1,362 @@
+"""The Build tab's graph canvas in a real browser: assemble, check, train and compare a graph.
+
+Playwright drives Debian's Chromium against `keras-seq ui` (a subprocess, one per module)
+that reports shapes from the real Keras layers and trains in its real queue. The same
+graph is built twice, once with the mouse and once with the keyboard alone: on the tiny
+long-lag task (96 training sequences of 5 one-hot steps), an LSTM's output goes through a
+Dense block and straight into an Add, then a Dropout, to the head. A Dense of another width
+is a mismatch the canvas marks on the Add. Every page's console is watched. Screenshots go
+to `$KERAS_SEQ_SCREENSHOTS` (default `tests/artifacts/screenshots/`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from builder_ui.engine.store import RunStore
+from tests.app.browser import Watched, needs_chromium
+from tests.app.test_app_browser import (
+    UI_TIMEOUT_MS,
+    fill_field,
+    queue_and_wait,
+    screenshot,
+)
+
+pytestmark = [pytest.mark.slow, needs_chromium]
+
+# The task and training of the tiny spec, set in the form before the graph is started.
+TINY_FIELDS = {"task-lag": "5", "task-n": "120", "task-num-distractors": "3", "train-epochs": "1"}
+KEYS_PER_PORT_HUNT = 60  # a hang guard on Tab presses while looking for a port
+REDRAW_RETRIES = 20  # a hang guard on looking up an element the canvas keeps redrawing
+
+
+@pytest.fixture
+def open_build(browser, server):
+    """A new session on the Build tab with a tiny task and one epoch, started as a graph."""
+    from playwright.sync_api import expect
+
+    contexts = []
+
+    def open_one(name: str, *, keyboard: bool) -> Watched:
+        expect.set_options(timeout=UI_TIMEOUT_MS)  # a hang guard; a loaded machine is slow
+        context = browser.new_context(viewport={"width": 1400, "height": 1100})
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        watched = Watched(page)
+        page.goto(server.url)
+        page.wait_for_selector("#field-task-lag input")
+        fill_field(page, "name", name)
+        for field, value in TINY_FIELDS.items():
+            fill_field(page, field, value)
+        expect(page.locator("#spec-yaml")).to_contain_text("epochs: 1")
+        if keyboard:
+            page.locator("#new-graph").focus()
+            page.keyboard.press("Enter")
+        else:
+            page.locator("#new-graph").click()
+        # One-hot steps: Input → LSTM → Output, each edge with its shape.
+        expect(nodes(page)).to_have_count(3)
+        expect(edge(page, "sequence", "encoder")).to_contain_text("(None, 5, 5)")
+        expect(edge(page, "encoder", "head")).to_contain_text("(None, 16)")
+        expect(page.locator("#spec-yaml")).to_contain_text("type: graph")
+        return watched
+
+    yield open_one
+    for context in contexts:
+        context.close()
+
+
+def canvas(page):
+    return page.locator("#graph-canvas")
+
+
+def nodes(page):
+    return canvas(page).locator(".ksg-node")
+
+
+def node(page, node_id: str):
+    return canvas(page).locator(f'.ksg-node[data-id="{node_id}"]')
+
+
+def port(page, node_id: str, name: str = "x"):
+    return canvas(page).locator(f'.ksg-port[data-node="{node_id}"][data-port="{name}"]')
+
+
+def edge(page, source: str, target: str, name: str = "x"):
+    selector = f'.ksg-edge[data-source="{source}"][data-target="{target}"][data-port="{name}"]'
+    return canvas(page).locator(selector)
+
+
+def centre(locator) -> tuple[float, float]:
+    """The middle of an element on screen, once it is there.
+
+    A report from the server redraws the canvas, replacing its elements: the element is
+    looked up again until one stays attached long enough to be measured.
+    """
+    from playwright.sync_api import Error
+
+    for _ in range(REDRAW_RETRIES):
+        try:
+            locator.scroll_into_view_if_needed()
+            box = locator.bounding_box()
+        except Error:
+            continue
+        if box:
+            return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    pytest.fail(f"{locator} never stayed on screen")
+
+
+def mouse_drag(page, start: tuple[float, float], end: tuple[float, float]) -> None:
+    """Press, move in steps, release: what a person's drag sends as pointer events."""
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move(*end, steps=8)
+    page.mouse.up()
+
+
+def drop_block(page, block: str, x: float, y: float) -> None:
+    """Drag a palette entry onto the canvas at (x, y) from the stage's corner."""
+    stage = canvas(page).locator(".ksg-stage").bounding_box()
+    entry = canvas(page).locator(f'.ksg-entry[data-block="{block}"]')
+    entry.scroll_into_view_if_needed()
+    mouse_drag(page, centre(entry), (stage["x"] + x, stage["y"] + y))
+
+
+def wire(page, source: str, target: str, name: str = "x") -> None:
+    """Drag from a block's output dot to another block's input port."""
+    out = canvas(page).locator(f'.ksg-out[data-node="{source}"] circle')
+    mouse_drag(page, centre(out), centre(port(page, target, name).locator("circle")))
+    from playwright.sync_api import expect
+
+    expect(edge(page, source, target, name)).to_have_count(1)
+
+
+def set_param(page, name: str, value: str) -> None:
+    """Type a value into the parameter panel's field and leave it (Tab), as a person does."""
+    box = canvas(page).locator(f"#ksg-param-{name}")
+    box.fill(value)
+    box.press("Tab")
+
+
+def check_graph_trains_and_shows_in_compare(watched: Watched, server, name: str) -> str:
+    """The graph is valid: queue one epoch, wait until done, find the run in Compare.
+
+    Returns:
+        The run's id.
+    """
+    from playwright.sync_api import expect
+
+    page = watched.page
+    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+    expect(canvas(page).locator(".ksg-bad")).to_have_count(0)
+    run_id = queue_and_wait(page)
+    with RunStore(server.runs) as store:
+        record = store.get(run_id)
+    assert record.status == "done" and record.name == name
+    assert record.spec["model"]["type"] == "graph"
+    assert [n["layer"] for n in record.spec["model"]["nodes"]] == [
+        "Input",
+        "LSTM",
+        "Output",
+        "Dense",
+        "Add",
+        "Dropout",
+    ]
+    page.get_by_role("tab", name="Compare").click()
+    row = page.locator("#results-table").get_by_role("row").filter(has_text=run_id)
+    expect(row).to_be_visible()
+    expect(row).to_contain_text(name)
+    expect(row).to_contain_text("done")
+    return run_id
+
+
+def check_exports_as_python(page, run_id: str) -> None:
+    """The Export tab writes the graph run out as Keras functional-API code."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Export").click()
+    page.locator("#export-refresh").click()
+    page.locator("#export-run input").click()
+    page.get_by_role("option", name=run_id).first.click()
+    page.locator("#export-format").get_by_label("Python code (.py)").check()
+    page.locator("#export-button").click()
+    safe_id = run_id.replace("-", "_")
+    expect(page.locator("#export-message")).to_contain_text(f"✓ model_{safe_id}.py", timeout=60_000)
+
+
+def test_a_graph_built_with_the_mouse_checks_its_shapes_trains_and_shows_in_compare(
+    open_build, server
+):
+    from playwright.sync_api import expect
+
+    watched = open_build("mouse-graph", keyboard=False)
+    page = watched.page
+    drop_block(page, "Dense", 330, 100)
+    expect(node(page, "dense")).to_have_count(1)
+    # Dropped without its required width: marked, and the panel says why.
+    expect(node(page, "dense")).to_have_class(re.compile("ksg-bad"))
+    set_param(page, "units", "16")
+    drop_block(page, "Add", 330, 210)
+    drop_block(page, "Dropout", 330, 320)
+    expect(nodes(page)).to_have_count(6)
+    set_param(page, "rate", "0.1")
+    wire(page, "encoder", "dense")
+    wire(page, "encoder", "add")
+    wire(page, "dense", "add")
+    wire(page, "add", "dropout")
+    wire(page, "dropout", "head")  # replaces encoder → head: the head has one port
+    expect(edge(page, "encoder", "head")).to_have_count(0)
+    expect(edge(page, "dense", "add")).to_contain_text("(None, 16)")
+    expect(canvas(page).locator(".ksg-bad")).to_have_count(0)
+    screenshot(page, "canvas-1-mouse-graph")
+
+    # A narrower Dense: its edge shows the new shape, and the Add is marked with Keras's words.
+    node(page, "dense").click()
+    set_param(page, "units", "8")
+    expect(edge(page, "dense", "add")).to_contain_text("(None, 8)")
+    expect(node(page, "add")).to_have_class(re.compile("ksg-bad"))
+    expect(node(page, "add")).to_have_attribute("data-error", re.compile("add"))
+    node(page, "add").click()
+    expect(canvas(page).locator("#ksg-node-error")).to_contain_text("add")
+    screenshot(page, "canvas-2-mismatch-marked")
+
+    node(page, "dense").click()
+    set_param(page, "units", "16")
+    expect(node(page, "add")).not_to_have_class(re.compile("ksg-bad"))
+    # The YAML follows the canvas: the task and training stay as the form set them.
+    yaml = page.locator("#spec-yaml")
+    expect(yaml).to_contain_text("units: 16")
+    expect(yaml).to_contain_text("lag: 5")
+    run_id = check_graph_trains_and_shows_in_compare(watched, server, "mouse-graph")
+    screenshot(page, "canvas-3-mouse-run-in-compare")
+    check_exports_as_python(page, run_id)
+
+    # Typed YAML redraws the canvas: a wider LSTM no longer fits the Add. Undo takes it back.
+    page.get_by_role("tab", name="Build").click()
+    editor = page.locator("#spec-yaml .cm-content")
+    text = editor.inner_text()
+    wider, count = re.subn(r"units: 16(\n\s+inputs:\n\s+x: sequence)", r"units: 12\1", text)
+    assert count == 1, text
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(wider)
+    expect(edge(page, "encoder", "dense")).to_contain_text("(None, 12)")
+    expect(node(page, "add")).to_have_class(re.compile("ksg-bad"))
+    canvas(page).locator(".ksg-undo").click()
+    expect(edge(page, "encoder", "dense")).to_contain_text("(None, 16)")
+    expect(node(page, "add")).not_to_have_class(re.compile("ksg-bad"))
+    expect(page.locator("#spec-yaml")).not_to_contain_text("units: 12")
+    assert watched.problems() == []
+
+
+def hunt_port(page, node_id: str, name: str = "x") -> None:
+    """Press Tab until the port has the focus (the keyboard's way through the canvas)."""
+    target = port(page, node_id, name)
+    for _ in range(KEYS_PER_PORT_HUNT):
+        if target.evaluate("el => el === document.activeElement"):
+            return
+        page.keyboard.press("Tab")
+    pytest.fail(f"Tab never reached port {node_id}.{name}")
+
+
+def key_connect(page, source: str, target: str, name: str = "x") -> None:
+    """Select the source block, press C, Tab to the target's port, press Enter."""
+    from playwright.sync_api import expect
+
+    node(page, source).focus()
+    page.keyboard.press("c")
+    hunt_port(page, target, name)
+    page.keyboard.press("Enter")
+    expect(edge(page, source, target, name)).to_have_count(1)
+
+
+def key_add(page, block: str, node_id: str) -> None:
+    """Focus the palette entry and press Enter; the new block is selected."""
+    from playwright.sync_api import expect
+
+    canvas(page).locator(f'.ksg-entry[data-block="{block}"]').focus()
+    page.keyboard.press("Enter")
+    expect(node(page, node_id)).to_be_focused()
+
+
+def key_param(page, name: str, value: str) -> None:
+    box = canvas(page).locator(f"#ksg-param-{name}")
+    box.focus()
+    page.keyboard.press("Control+a")
+    page.keyboard.type(value)
+    page.keyboard.press("Tab")
+
+
+def test_the_same_graph_built_with_the_keyboard_alone(open_build, server):
+    from playwright.sync_api import expect
+
+    watched = open_build("keyboard-graph", keyboard=True)
+    page = watched.page
+    key_add(page, "Dense", "dense")
+    key_param(page, "units", "16")
+    key_add(page, "Add", "add")
+    key_add(page, "Dropout", "dropout")
+    key_param(page, "rate", "0.1")
+    expect(nodes(page)).to_have_count(6)
+
+    # Arrow keys move the focused block, in grid steps.
+    before = node(page, "dropout").get_attribute("transform")
+    node(page, "dropout").focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Shift+ArrowRight")
+    expect(node(page, "dropout")).not_to_have_attribute("transform", before)
+
+    key_connect(page, "encoder", "dense")
+    key_connect(page, "encoder", "add")
+    key_connect(page, "dense", "add")
+    key_connect(page, "add", "dropout")
+    key_connect(page, "dropout", "head")
+    expect(edge(page, "dense", "add")).to_contain_text("(None, 16)")
+
+    # Delete, undo, redo: an extra block comes and goes.
+    key_add(page, "LayerNormalization", "layer_normalization")
+    page.keyboard.press("Delete")
+    expect(node(page, "layer_normalization")).to_have_count(0)
+    page.keyboard.press("Control+z")
+    expect(node(page, "layer_normalization")).to_have_count(1)
+    page.keyboard.press("Control+Shift+z")
+    expect(node(page, "layer_normalization")).to_have_count(0)
+
+    # The mismatch and its fix, typed.
+    node(page, "dense").focus()
+    key_param(page, "units", "8")
+    expect(edge(page, "dense", "add")).to_contain_text("(None, 8)")
+    expect(node(page, "add")).to_have_class(re.compile("ksg-bad"))
+    screenshot(page, "canvas-4-keyboard-mismatch")
+    node(page, "dense").focus()
+    key_param(page, "units", "16")
+    expect(node(page, "add")).not_to_have_class(re.compile("ksg-bad"))
+    screenshot(page, "canvas-5-keyboard-graph")
+    check_graph_trains_and_shows_in_compare(watched, server, "keyboard-graph")
+    assert watched.problems() == []
+
+
+def test_a_preset_of_the_arc_opens_as_a_graph_of_its_own_layers(browser, server):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        watched = Watched(page)
+        page.goto(server.url)
+        page.wait_for_selector("#field-task-lag input")  # the first preset: Elman's RNN
+        page.locator("#open-as-graph").click()
+        # Input, the SimpleRNN, the softmax head: the preset's own layers, each edge shaped.
+        expect(nodes(page)).to_have_count(3)
+        expect(edge(page, "sequence", "simple_0")).to_contain_text("(None, ")
+        expect(edge(page, "simple_0", "classifier")).to_contain_text("(None, ")
+        expect(page.locator("#spec-yaml")).to_contain_text("layer: SimpleRNN")
+        expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+        screenshot(page, "canvas-6-preset-as-graph")
+        assert watched.problems() == []
+    finally:
+        context.close()

@@ -1,0 +1,212 @@
+"""The Train tab in a real browser: live curves for every run, reloads, cancelling, pushed updates.
+
+Playwright drives Debian's Chromium against `keras-seq ui` (a subprocess) that trains tiny
+runs in its real queue. Every page's console is collected: a test fails on a console error or
+on Vega's "y-scale's zero is dropped" warning (the sign of a chart fed strings). Screenshots
+go to `$KERAS_SEQ_SCREENSHOTS` (default `tests/artifacts/screenshots/`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from builder_ui.engine.store import RunStore
+from tests.app.browser import Watched, needs_chromium
+from tests.app.test_app_browser import (
+    TRAIN_TIMEOUT_MS,
+    UI_TIMEOUT_MS,
+    fill_field,
+    screenshot,
+)
+
+pytestmark = [pytest.mark.slow, needs_chromium]
+
+# How long an idle page is watched for requests: a 1 s poll would send about three.
+IDLE_WATCH_S = 3.5
+
+
+@pytest.fixture
+def open_train(browser, server):
+    """Open the app's Train tab in a new browser session (its own cookies and state)."""
+    contexts = []
+
+    def open_one() -> Watched:
+        context = browser.new_context(viewport={"width": 1400, "height": 1100})
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        watched = Watched(page)
+        page.goto(server.url)
+        page.wait_for_selector("#field-task-lag input")
+        return watched
+
+    yield open_one
+    for context in contexts:
+        context.close()
+
+
+def queue_tiny(page, name: str, epochs: int, n: int = 120) -> str:
+    """Build a tiny classifier with `epochs` on the Build tab, queue it; return its run id."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Build").click()
+    fields = {
+        "name": name,
+        "task-lag": "5",
+        "task-n": str(n),
+        "task-num-distractors": "3",
+        "model-encoder-units": "4",
+        "train-epochs": str(epochs),
+    }
+    for field, value in fields.items():
+        fill_field(page, field, value)
+    expect(page.locator("#spec-yaml")).to_contain_text(f"name: {name}")
+    # The whole number: "epochs: 2" is also in the "epochs: 200" of the spec before this one.
+    expect(page.locator("#spec-yaml")).to_contain_text(re.compile(rf"epochs: {epochs}(?!\d)"))
+    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+    return queue_spec(page)
+
+
+def queue_spec(page) -> str:
+    """Queue the Build tab's spec from the Train tab; return the new run's id."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Train").click()
+    message = page.locator("#train-message")
+    before = message.inner_text()
+    page.locator("#queue-button").click()
+    expect(message).not_to_have_text(before, timeout=60_000)
+    expect(message).to_contain_text("Queued run")
+    return re.search(r"Queued run (\S+)", message.inner_text()).group(1)
+
+
+def progress_of(page, run_id: str, status: str):
+    return page.locator(f'#ks-progress[data-run="{run_id}"][data-status="{status}"]')
+
+
+def live_epoch(page, run_id: str) -> int:
+    """The epoch the progress line of a training run shows now (once it shows one)."""
+    from playwright.sync_api import expect
+
+    live = progress_of(page, run_id, "running")
+    expect(live).to_contain_text(re.compile(r"epoch \d+/"), timeout=TRAIN_TIMEOUT_MS)
+    text = live.inner_text()
+    return int(re.search(r"epoch (\d+)/", text).group(1))
+
+
+def follow_options(page) -> list[str]:
+    """The labels the "Follow run" dropdown offers (opened, read, closed)."""
+    page.locator("#follow-run input").click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    labels = options.all_inner_texts()
+    page.keyboard.press("Escape")
+    page.locator("#follow-run input").blur()
+    return labels
+
+
+def test_the_curves_draw_for_every_run_with_a_legend_and_no_console_error(open_train):
+    """The second run's chart draws as the first did (the bug: only the first one drew)."""
+    from playwright.sync_api import expect
+
+    watched = open_train()
+    page = watched.page
+    sources = []
+    for number in (1, 2):
+        run_id = queue_tiny(page, f"curves-{number}", epochs=3)
+        expect(progress_of(page, run_id, "done")).to_be_visible(timeout=TRAIN_TIMEOUT_MS)
+        chart = page.locator("#run-curves img")
+        expect(chart).to_be_visible()
+        box = chart.bounding_box()
+        assert box["width"] > 300 and box["height"] > 150
+        # The image is the figure drawn for this run: it loaded (not broken).
+        assert chart.evaluate("img => img.complete && img.naturalWidth > 0")
+        sources.append(chart.get_attribute("src"))
+        screenshot(page, f"train-curves-{number}")
+    assert watched.problems() == []
+    assert watched.failed == []  # no request aborted (the 1 s timer's ticks were)
+    assert sources[0] != sources[1]  # each run drawn from its own data
+
+
+def test_a_reload_or_a_new_tab_lists_and_follows_the_training_run(open_train, server):
+    """After a reload, and in a second tab, the training run is listed, followed and live."""
+    from playwright.sync_api import expect
+
+    watched = open_train()
+    page = watched.page
+    long_run = queue_tiny(page, "long-run", epochs=200, n=400)
+    expect(progress_of(page, long_run, "running")).to_be_visible(timeout=TRAIN_TIMEOUT_MS)
+    # The progress moves on with no request from the page: it is pushed.
+    watched.joins.clear()
+    first = live_epoch(page, long_run)
+    expect(progress_of(page, long_run, "running")).not_to_contain_text(
+        f"epoch {first}/200", timeout=TRAIN_TIMEOUT_MS
+    )
+    assert watched.joins == [] and watched.failed == []
+    watched.reload()
+    page.get_by_role("tab", name="Train").click()
+    live = progress_of(page, long_run, "running")
+    expect(live).to_be_visible(timeout=UI_TIMEOUT_MS)
+    expect(live).to_contain_text(re.compile(r"epoch \d+/200, batch \d+/\d+"))
+    expect(live).to_contain_text(re.compile(r"[\d.,]+ batches/s"))
+    expect(live).to_contain_text(re.compile(r"about .* left"))
+    assert any(long_run in label for label in follow_options(page))
+    screenshot(page, "train-after-reload")
+
+    second = open_train().page
+    second.get_by_role("tab", name="Train").click()
+    expect(progress_of(second, long_run, "running")).to_be_visible(timeout=UI_TIMEOUT_MS)
+    assert any(long_run in label for label in follow_options(second))
+
+    # Queued while the long run trains, the next run is followed once the long one ends.
+    short_run = queue_tiny(page, "after-long", epochs=2)
+    expect(progress_of(page, long_run, "running")).to_be_visible()
+    page.locator("#cancel-button").click()
+    expect(page.locator("#train-message")).to_contain_text("stops after its current batch")
+    expect(progress_of(page, short_run, "done")).to_be_visible(timeout=TRAIN_TIMEOUT_MS)
+    expect(progress_of(second, short_run, "done")).to_be_visible(timeout=UI_TIMEOUT_MS)
+    # "Follow run" names the run followed (the progress line's).
+    expect(second.locator("#follow-run input")).to_have_value(re.compile(short_run))
+    screenshot(second, "train-second-tab-followed")
+    assert watched.problems() == []
+
+
+def test_a_cancelled_run_shows_the_share_it_trained_not_100_percent(open_train, server):
+    from playwright.sync_api import expect
+
+    watched = open_train()
+    page = watched.page
+    run_id = queue_tiny(page, "to-cancel", epochs=200, n=400)
+    live = progress_of(page, run_id, "running")
+    expect(live).to_contain_text(re.compile(r"epoch [2-9]\d*/200"), timeout=TRAIN_TIMEOUT_MS)
+    page.locator("#cancel-button").click()
+    cancelled = progress_of(page, run_id, "cancelled")
+    expect(cancelled).to_be_visible(timeout=TRAIN_TIMEOUT_MS)
+    with RunStore(server.runs) as store:
+        record = store.get(run_id)
+    assert record.status == "cancelled" and 1 <= record.epochs_done < 200
+    expect(cancelled).to_contain_text(f"{record.epochs_done} of 200 epochs")
+    width = cancelled.locator("div[style*='width:']").first.get_attribute("style")
+    assert "width:100" not in width
+    row = page.locator("#queue-table").get_by_role("row").filter(has_text=run_id)
+    expect(row).to_contain_text("cancelled")
+    expect(row).not_to_contain_text("100%")
+    screenshot(page, "train-cancelled")
+    assert watched.problems() == []
+
+
+def test_an_idle_page_sends_no_requests_and_aborts_none(open_train):
+    """With nothing training the Train tab does not poll (the bug: a 1 s timer per tab)."""
+    watched = open_train()
+    page = watched.page
+    page.get_by_role("tab", name="Train").click()
+    page.wait_for_selector("#ks-progress")
+    time.sleep(2.0)  # the first refresh after loading, then it stops
+    watched.joins.clear()
+    watched.failed.clear()
+    time.sleep(IDLE_WATCH_S)
+    assert watched.joins == [] and watched.failed == []
+    assert watched.problems() == []

@@ -1,0 +1,229 @@
+"""The canvas's actions without a browser: spec text <-> graph JSON, and the report it shows.
+
+The graph report comes from the real `builder_ui.builders.graph` (Keras layers built
+symbolically); nothing here is a stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from builder_ui.app import actions
+from builder_ui.app.actions import canvas
+from builder_ui.app.canvas import EDIT_EVENT, html_kwargs
+from builder_ui.specs import parse_yaml
+
+TASK = {"type": "long_lag", "lag": 6, "n": 200, "encoding": "ids"}
+TRAIN = {"epochs": 1, "batch_size": 16, "optimizer": "adam", "learning_rate": 0.01, "seed": 3}
+# Every key of the contract used: params, a list on a variadic port, two-port attention.
+NODES = [
+    {"id": "tokens", "layer": "Input", "position": [40, 80]},
+    {
+        "id": "embedding",
+        "layer": "Embedding",
+        "params": {"output_dim": 8, "mask_zero": True},
+        "inputs": {"x": "tokens"},
+        "position": [250, 80],
+    },
+    {
+        "id": "encoder",
+        "layer": "LSTM",
+        "params": {"units": 12, "return_sequences": True},
+        "inputs": {"x": "embedding"},
+        "position": [460, 80],
+    },
+    {
+        "id": "attention",
+        "layer": "MultiHeadAttention",
+        "params": {"num_heads": 2, "key_dim": 4},
+        "inputs": {"query": "encoder", "value": "encoder"},
+        "position": [670, 80],
+    },
+    {
+        "id": "pool",
+        "layer": "GlobalAveragePooling1D",
+        "inputs": {"x": "attention"},
+        "position": [880, 80],
+    },
+    {
+        "id": "merged",
+        "layer": "Concatenate",
+        "inputs": {"x": ["pool", "pool"]},
+        "position": [0, 300],
+    },
+    {"id": "head", "layer": "Output", "inputs": {"x": "merged"}, "position": [210, 300]},
+]
+
+
+def spec_text(model: dict | None = None) -> str:
+    """A tiny spec whose task and train sections the canvas must leave alone."""
+    model = model or {"type": "sequence_classifier", "encoder": {"type": "rnn", "units": 4}}
+    return actions.dump(
+        {"version": 2, "name": "canvas-test", "task": TASK, "model": model, "train": TRAIN}
+    )
+
+
+def test_graph_json_to_yaml_and_back_keeps_nodes_params_inputs_and_positions():
+    text, checked = canvas.apply_graph(spec_text(), json.dumps({"nodes": NODES, "revision": 4}))
+    assert checked.ok, checked.problems
+    document = parse_yaml(text)
+    assert document["model"] == {"type": "graph", "nodes": NODES}
+    value = canvas.canvas_value(text, revision=4, nodes=NODES)
+    assert value["nodes"] == NODES
+    assert value["origin"] == "canvas" and value["revision"] == 4
+    # And back again: the same text.
+    again, _ = canvas.apply_graph(text, value)
+    assert again == text
+
+
+def test_the_report_gives_every_edge_a_shape_and_the_catalog_its_blocks():
+    text, _ = canvas.apply_graph(spec_text(), {"nodes": NODES})
+    value = canvas.canvas_value(text)
+    report = value["report"]
+    assert report["errors"] == {}, report["errors"]
+    assert report["params"] and report["params"] > 0
+    shapes = {(e["source"], e["target"], e["port"]): e["shape"] for e in report["edges"]}
+    assert shapes[("encoder", "attention", "query")] == "(None, 6, 12)"
+    assert shapes[("pool", "merged", "x")] == "(None, 12)"
+    names = [block["name"] for block in value["catalog"]]
+    assert {"Input", "Output", "LSTM", "MultiHeadAttention", "Add", "Concatenate"} <= set(names)
+
+
+def test_a_canvas_edit_leaves_the_task_and_train_sections_and_the_name_untouched():
+    before = parse_yaml(spec_text())
+    text, _ = canvas.apply_graph(spec_text(), {"nodes": NODES[:3]})
+    after = parse_yaml(text)
+    for key in ("version", "name", "task", "train"):
+        assert after[key] == before[key], key
+    assert list(after) == list(before)  # the sections stay in their order
+
+
+def test_a_bad_yaml_gives_a_report_with_a_spec_error_not_an_exception():
+    value = canvas.canvas_value("task: [unclosed\nmodel: {type: graph", revision=2, nodes=NODES)
+    assert value["report"]["errors"].get("spec")
+    assert value["nodes"] == NODES  # the canvas keeps what it shows
+    with pytest.raises(actions.AppError, match="fix it in the editor"):
+        canvas.apply_graph("task: [unclosed", {"nodes": NODES})
+
+
+@pytest.mark.parametrize(
+    ("nodes", "bad"),
+    [
+        # A width mismatch: Add of 12 and 5 features.
+        (
+            [
+                *NODES[:3],
+                {
+                    "id": "small",
+                    "layer": "Dense",
+                    "params": {"units": 5},
+                    "inputs": {"x": "encoder"},
+                },
+                {"id": "sum", "layer": "Add", "inputs": {"x": ["encoder", "small"]}},
+                {"id": "pool", "layer": "GlobalAveragePooling1D", "inputs": {"x": "sum"}},
+                {"id": "head", "layer": "Output", "inputs": {"x": "pool"}},
+            ],
+            "sum",
+        ),
+        # A dangling port: an input from a node that does not exist.
+        ([NODES[0], {"id": "head", "layer": "Output", "inputs": {"x": "nowhere"}}], "head"),
+        # A cycle.
+        (
+            [
+                NODES[0],
+                {"id": "a", "layer": "Dense", "params": {"units": 3}, "inputs": {"x": "b"}},
+                {"id": "b", "layer": "Dense", "params": {"units": 3}, "inputs": {"x": "a"}},
+                {"id": "head", "layer": "Output", "inputs": {"x": "b"}},
+            ],
+            None,
+        ),
+    ],
+)
+def test_a_bad_graph_gives_a_report_with_errors_never_an_exception(nodes, bad):
+    # (A shape mismatch passes the spec's own validation: the report finds it.)
+    text, _ = canvas.apply_graph(spec_text(), {"nodes": nodes})
+    errors = canvas.canvas_value(text)["report"]["errors"]
+    assert errors, "a bad graph reports an error"
+    if bad is not None:
+        assert bad in errors, errors
+        assert bad in errors[bad]  # the message names the block
+
+
+def test_junk_from_the_canvas_is_refused_with_a_message():
+    with pytest.raises(actions.AppError, match="no graph"):
+        canvas.apply_graph(spec_text(), "not json")
+    with pytest.raises(actions.AppError, match="no graph"):
+        canvas.apply_graph(spec_text(), {"nodes": "tokens"})
+
+
+def test_new_graph_starts_from_a_working_graph_for_the_task_and_keeps_the_rest():
+    text, checked = canvas.new_graph(spec_text())
+    assert checked.ok, checked.problems
+    nodes = canvas.graph_nodes(text)
+    assert [n["layer"] for n in nodes] == ["Input", "Embedding", "LSTM", "Output"]
+    assert canvas.canvas_value(text)["report"]["errors"] == {}
+    assert parse_yaml(text)["task"] == TASK and parse_yaml(text)["train"] == TRAIN
+    numeric = spec_text().replace("encoding: ids", "encoding: one_hot")
+    text, checked = canvas.new_graph(numeric)
+    assert checked.ok, checked.problems
+    assert [n["layer"] for n in canvas.graph_nodes(text)] == ["Input", "LSTM", "Output"]
+
+
+def test_a_spec_that_is_not_a_graph_has_no_canvas_nodes():
+    assert not canvas.is_graph(spec_text())
+    assert canvas.graph_nodes(spec_text()) is None
+    assert canvas.report(spec_text())["errors"] == {"spec": "the spec's model is not a graph"}
+
+
+def test_the_canvas_script_and_style_ship_with_the_package_and_name_its_event():
+    kwargs = html_kwargs()
+    assert f'trigger("{EDIT_EVENT}")' in kwargs["js_on_load"]
+    # Gradio reads the CSS as a JS template string: a backslash or backtick would break it.
+    assert "\\" not in kwargs["css_template"] and "`" not in kwargs["css_template"]
+    assert "http" not in kwargs["js_on_load"].replace("http://www.w3.org/2000/svg", "")
+
+
+def test_the_spec_check_refuses_a_graph_whose_shapes_do_not_fit_at_the_nodes_path():
+    # The editor's "Valid spec" must not stand beside a block the canvas marks red.
+    nodes = [
+        *NODES[:3],
+        {"id": "small", "layer": "Dense", "params": {"units": 5}, "inputs": {"x": "encoder"}},
+        {"id": "sum", "layer": "Add", "inputs": {"x": ["encoder", "small"]}},  # 12 + 5 features
+        {"id": "pool", "layer": "GlobalAveragePooling1D", "inputs": {"x": "sum"}},
+        {"id": "head", "layer": "Output", "inputs": {"x": "pool"}},
+    ]
+    checked = actions.check(spec_text({"type": "graph", "nodes": nodes}))
+    assert not checked.ok
+    ((path, message),) = checked.problems
+    assert path == "model.nodes[4]" and "sum" in message, checked.problems
+    assert actions.check(spec_text({"type": "graph", "nodes": NODES})).ok
+
+
+def test_a_preset_of_the_arc_opens_as_the_same_model_on_the_canvas():
+    from builder_ui.builders import prepare
+
+    text = actions.preset_text("lstm_1997")  # a sequence_classifier over the 1997 CEC-LSTM
+    new_text, checked = canvas.open_as_graph(text)
+    assert checked.ok, checked.problems
+    assert canvas.is_graph(new_text)
+    layers = [node["layer"] for node in canvas.graph_nodes(new_text)]
+    assert layers[0] == "Input" and layers[-1] == "Output" and "CECLSTM" in layers
+    stack, graph = prepare(parse_yaml(text)), prepare(parse_yaml(new_text))
+    # The same layers and widths, rewired as nodes.
+    assert graph.build().count_params() == stack.build().count_params()
+    assert parse_yaml(new_text)["task"] == parse_yaml(text)["task"]
+
+
+def test_the_vision_transformer_preset_opens_as_a_graph_of_patches_and_blocks():
+    new_text, checked = canvas.open_as_graph(actions.preset_text("vit"))
+    assert checked.ok, checked.problems
+    layers = [node["layer"] for node in canvas.graph_nodes(new_text)]
+    assert layers[:3] == ["Input", "PatchEmbedding", "ClassToken"]
+    assert "TransformerEncoderBlock" in layers and layers[-2:] == ["ClassTokenPooling", "Output"]
+
+
+def test_a_model_that_is_no_plain_stack_says_why_it_cannot_open_as_a_graph():
+    with pytest.raises(actions.AppError, match=r"cannot open as a graph.*pointer_network"):
+        canvas.open_as_graph(actions.preset_text("pointer_network"))

@@ -1,0 +1,112 @@
+"""The Compare tab's actions on stores of runs of several model types: filters, columns, pages.
+
+Real run stores written through `RunStore`'s API (as the engine writes runs), read by the
+same actions the tab calls; no Gradio, no training.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from builder_ui.app import actions
+from builder_ui.app.actions.compare import (
+    ResultsFilters,
+    parse_bound,
+    results_view,
+    run_spec_yaml,
+)
+from tests.app.compare_runs import record_runs
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    context = actions.AppContext(tmp_path / "runs", slots=["cpu"])
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def mixed(ctx):
+    """Six finished runs of three model types, and one queued run with no results at all."""
+    ids = record_runs(ctx.store, 6)
+    queued = ctx.store.create_run(ctx.store.get(ids[0]).spec, name="waiting", sweep_id="sw1")
+    return ctx, [*ids, queued]
+
+
+def test_a_text_filter_over_empty_cells_finds_rows_and_never_errors(mixed):
+    ctx, ids = mixed
+    # Empty cells everywhere: fields of other model types, the queued run's metrics.
+    assert list(actions.results_frame(ctx, "waiting")["id"]) == [ids[-1]]
+    assert list(actions.results_frame(ctx, "SEQ2SEQ")["id"]) == [ids[4], ids[1]]  # newest first
+    assert actions.results_frame(ctx, "no such text").empty
+    assert list(results_view(ctx, ResultsFilters(query="waiting")).table["id"]) == [ids[-1]]
+    # Translators have no accuracy: their table is read by a metric they have.
+    translators = results_view(ctx, ResultsFilters(query="seq2seq", metric="val_accuracy"))
+    assert translators.metric == "val_loss" and "val_loss" in translators.shown
+
+
+def test_text_status_sweep_and_metric_range_filters_combine(mixed):
+    ctx, ids = mixed
+    both = ResultsFilters(query="tiny", statuses=("done",))
+    assert list(actions.results_frame(ctx, filters=both)["id"]) == ids[:6][::-1]
+    swept = ResultsFilters(query="wait", sweep="sw1")
+    assert list(actions.results_frame(ctx, filters=swept)["id"]) == [ids[-1]]
+    # Accuracy of the i-th run is i / 6: at least 0.5 is runs 3 and 5 (4 is a translator).
+    ranged = ResultsFilters(query="tiny", metric="val_accuracy", metric_min=0.5)
+    assert list(actions.results_frame(ctx, filters=ranged)["id"]) == [ids[5], ids[3]]
+    upside_down = ResultsFilters(metric="val_accuracy", metric_min=0.9, metric_max=0.1)
+    with pytest.raises(actions.AppError, match=r"minimum 0\.9 is above the maximum 0\.1"):
+        actions.results_frame(ctx, filters=upside_down)
+
+
+def test_the_view_shows_the_differing_columns_under_short_headers_with_a_legend(mixed):
+    ctx, ids = mixed
+    view = results_view(ctx)
+    assert len(view.columns) > 40  # every field of every model type is in the table
+    assert view.shown[0] == "id" and "val_accuracy" in view.shown and len(view.shown) <= 15
+    assert "model.encoder.units" in view.columns and "model.encoder.units" not in view.shown
+    headers = list(view.table.columns)
+    assert "learning_rate" in headers and "train.learning_rate" not in headers
+    assert "`learning_rate` = train.learning_rate" in view.legend
+    assert "`epochs_run`: epochs recorded in the store" in view.legend
+    assert "validation split" in view.legend
+    assert view.metric == "val_accuracy"
+    assert view.metrics[:3] == ["val_accuracy", "val_loss", "val_bleu"]
+    assert view.sweeps == ["sw1"] and (view.page, view.pages, view.total) == (1, 1, 7)
+    # The queued run's empty cells are None (shown blank), not NaN.
+    queued = view.table[view.table["id"] == ids[-1]].iloc[0]
+    assert queued["val_accuracy"] is None and queued["params"] is None
+
+
+def test_picked_columns_are_shown_with_id_first_and_unknown_ones_dropped(mixed):
+    ctx, _ = mixed
+    view = results_view(ctx, columns=["model.encoder.units", "val_bleu", "gone.column"])
+    assert view.shown == ["id", "model.encoder.units", "val_bleu"]
+    assert list(view.table.columns) == ["id", "units", "val_bleu"]
+
+
+def test_the_whole_spec_of_a_run_is_its_yaml(mixed):
+    ctx, ids = mixed
+    assert yaml.safe_load(run_spec_yaml(ctx, ids[2])) == ctx.store.get(ids[2]).spec
+    with pytest.raises(actions.AppError):
+        run_spec_yaml(ctx, "")
+
+
+def test_a_store_of_a_thousand_runs_gives_pages_of_two_hundred(ctx):
+    ids = record_runs(ctx.store, 1000, epochs=1)
+    view = results_view(ctx)
+    assert (view.page, view.pages, view.total, len(view.table)) == (1, 5, 1000, 200)
+    assert view.table["id"].iloc[0] == ids[-1]  # newest first
+    last = results_view(ctx, page=5)
+    assert list(last.table["id"]) == ids[:200][::-1]
+    assert "Runs 801–1000 of 1000 (page 5 of 5)" in last.legend
+    assert results_view(ctx, page=77).page == 5
+
+
+def test_a_metric_bound_that_is_not_a_number_is_named_with_what_was_typed():
+    assert parse_bound("", "Metric at least") is None and parse_bound(" 0.9 ", "x") == 0.9
+    with pytest.raises(actions.AppError, match=r"Metric at most: expected a number .*got 'abc'"):
+        parse_bound("abc", "Metric at most")
+    with pytest.raises(actions.AppError, match=r"got 'nan'"):
+        parse_bound("nan", "Metric at least")

@@ -12,7 +12,9 @@ Each node is one block of the catalog (`graph_blocks`): a Keras or keras_seq
 layer named by the node's `id`, made with the node's `params` (the layer's own
 constructor arguments) and called on the nodes its `inputs` name, port by port.
 `Input` is the task's input and `Output` the task's head (a float32 softmax over
-the classes, or a linear regressor).
+the classes, or a linear regressor). On a translation task (token-sequence
+targets) one `RecurrentDecoder` block, the whole decoder (`graph_decoder`),
+feeds the Output, and the model built is `keras_seq.models.AssembledSeq2Seq`.
 
 Validation comes in two steps, as for every model type. The structure (ids,
 blocks, ports, references, cycles, nodes that lead nowhere) is the pydantic
@@ -41,6 +43,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from builder_ui.builders import graph_blocks, graph_shapes, memory, registry, sequence
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
+from builder_ui.builders.seq2seq import Seq2SeqBuilder
 from builder_ui.builders.validation import load_spec, resolve_component
 from builder_ui.specs import ExperimentSpec, ModelParams, SpecError, StrictModel
 
@@ -103,9 +106,18 @@ def plain_nodes(params: GraphParams) -> list[dict[str, Any]]:
 
 @register_model("graph")
 class GraphBuilder(ModelBuilder):
+    """Builds a graph: a functional `keras.Model`, or for a translating task an `AssembledSeq2Seq`.
+
+    A task whose targets are token sequences (`toy_translation`, `parallel_text`)
+    needs one `RecurrentDecoder` block feeding the Output (`graph_decoder`): the
+    nodes before it become the encoder, a functional model from the source ids to
+    its `memory` and `state` ports, under `keras_seq.models.AssembledSeq2Seq`,
+    which trains, decodes and is scored (BLEU, exact match) like every seq2seq.
+    """
+
     params = GraphParams
     input_kinds = ("tokens", "numeric", "image")
-    target_kinds = ("classification", "regression")
+    target_kinds = ("classification", "regression", "sequence")
     description = "Blocks wired port to port on the canvas: any layers, from Input to Output."
 
     def check(self, params, task):
@@ -136,14 +148,96 @@ class GraphBuilder(ModelBuilder):
         return parts
 
     def build(self, params, task):
-        """A functional `keras.Model` whose layers are named by node id."""
+        """A functional `keras.Model` whose layers are named by node id (see the class)."""
         # Keras loads on first use, not on import (specs and the app start without it).
         import keras
 
-        walk = graph_shapes.walk(plain_nodes(params), task, symbolic=False)
+        nodes = plain_nodes(params)
+        decoder = _decoder_node(nodes) if _translates(task) else None
+        skip = frozenset() if decoder is None else frozenset({decoder["id"], _output_id(nodes)})
+        walk = graph_shapes.walk(nodes, task, symbolic=False, skip=skip)
         if walk.problems:
             raise SpecError([(f"model.{p.path}", p.message) for p in walk.problems])
-        return keras.Model(walk.tensors[walk.input_id], walk.tensors[walk.output_id], name="graph")
+        if decoder is None:
+            return keras.Model(
+                walk.tensors[walk.input_id], walk.tensors[walk.output_id], name="graph"
+            )
+        return _assembled_seq2seq(decoder, walk, task)
+
+    # A translating graph trains and is scored as every seq2seq model.
+
+    def fit_data(self, params, task):
+        if _translates(task):
+            return Seq2SeqBuilder().fit_data(params, task)
+        return super().fit_data(params, task)
+
+    def compile_args(self, params, task):
+        if _translates(task):
+            return Seq2SeqBuilder().compile_args(params, task)
+        return super().compile_args(params, task)
+
+    def monitor_metric(self, params, task):
+        if _translates(task):
+            return Seq2SeqBuilder().monitor_metric(params, task)
+        return super().monitor_metric(params, task)
+
+    def evaluate(self, model, params, prepared):
+        if _translates(prepared.task):
+            return Seq2SeqBuilder().evaluate(model, params, prepared)
+        return super().evaluate(model, params, prepared)
+
+
+def _translates(task: Any) -> bool:
+    return task.targets.kind == "sequence"
+
+
+def _decoder_node(nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(node for node in nodes if node["layer"] == graph_blocks.DECODER)
+
+
+def _output_id(nodes: list[dict[str, Any]]) -> str:
+    return next(node["id"] for node in nodes if node["layer"] == graph_blocks.OUTPUT)
+
+
+def _assembled_seq2seq(decoder: dict[str, Any], walk: graph_shapes.Walk, task: Any) -> Any:
+    """`AssembledSeq2Seq` over the encoder the walk built up to the decoder's ports."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    from builder_ui.builders.graph_decoder import DecoderBlock
+    from keras_seq.models import AssembledSeq2Seq
+
+    ports = decoder["inputs"]
+    outputs = {"memory": walk.tensors[ports["memory"]]}
+    if "state" in ports:
+        outputs["state"] = walk.tensors[ports["state"]]
+    encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
+    targets = {"target_vocab_size": task.targets.vocab_size, "target_length": task.targets.length}
+    block = DecoderBlock(**targets, **decoder.get("params", {}))
+    arguments = block.model_arguments()
+    if arguments["attention"] is None:  # the fixed vector: the memory is not read
+        del outputs["memory"]
+        encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
+    return AssembledSeq2Seq(
+        task.inputs.vocab_size, task.targets.vocab_size, encoder, name="graph", **arguments
+    )
+
+
+def translates(spec: Mapping[str, Any]) -> bool:
+    """Whether a spec document's model turns token sequences into token sequences.
+
+    A `seq2seq` model, or a `graph` with a `RecurrentDecoder` block; read from the
+    document alone (no task is loaded), for the views that translate or score BLEU.
+    """
+    model = spec.get("model") if isinstance(spec, Mapping) else None
+    if not isinstance(model, Mapping):
+        return False
+    if model.get("type") == "seq2seq":
+        return True
+    nodes = model.get("nodes") if model.get("type") == "graph" else None
+    return isinstance(nodes, list) and any(
+        isinstance(node, Mapping) and node.get("layer") == graph_blocks.DECODER for node in nodes
+    )
 
 
 def block_catalog() -> list[dict[str, Any]]:
@@ -276,7 +370,8 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
     task = _task(document, errors)
     if task is not None and task.targets.kind not in GraphBuilder.target_kinds:
         errors.setdefault(
-            "spec", f"task: a graph predicts classes or values, not {task.targets.kind}"
+            "spec",
+            f"task: a graph predicts classes, values or target sentences, not {task.targets.kind}",
         )
         task = None
     usable = [node for node in nodes if node is not None]
@@ -406,22 +501,89 @@ def _vit_nodes(model: Any) -> list[dict[str, Any]]:
     return nodes
 
 
-PLAIN_STACK_TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer")
+def _seq2seq_nodes(model: Any) -> list[dict[str, Any]]:
+    """An RNN `seq2seq` (`keras_seq.models.RNNSeq2Seq`) as an encoder graph and one decoder block.
+
+    The encoder is its layers, block for block (the source reversal, the embedding,
+    each recurrent layer, the dropout between them); `FinalStatePooling` hands the
+    last layer's final state `[h→_S; h←_1]` to the `RecurrentDecoder` block, whose
+    attention reads the last layer's states. With one GRU or simple-RNN layer that
+    is the model exactly (same weights, same probabilities). An edge carries one
+    tensor, so an LSTM decoder starts with `c_0 = 0` rather than the encoder's `c`,
+    and with several layers every decoder layer starts from the top layer's state.
+    """
+    arch, x = model.architecture, "source"
+    nodes = []
+    if model.reverse_source:
+        nodes.append(_node("source_reversal", "ReverseWithinLength", x))
+        x = "source_reversal"
+    nodes.append(
+        _node("source_embedding", "Embedding", x, output_dim=arch.embedding_dim, mask_zero=True)
+    )
+    x = "source_embedding"
+    if model.dropout:
+        nodes.append(_node("embedding_dropout", "Dropout", x, rate=model.dropout))
+        x = "embedding_dropout"
+    units = arch.units // 2 if arch.bidirectional else arch.units
+    for index in range(model.num_layers):
+        if index and model.dropout:
+            nodes.append(_node(f"encoder_dropout_{index}", "Dropout", x, rate=model.dropout))
+            x = nodes[-1]["id"]
+        params: dict[str, Any] = {"units": units, "return_sequences": True}
+        if arch.bidirectional:
+            params["bidirectional"] = True
+        nodes.append(_node(f"encoder_{index}", sequence.CELL_LAYERS[arch.cell], x, **params))
+        x = nodes[-1]["id"]
+    final = {"bidirectional": True} if arch.bidirectional else {}
+    nodes.append(_node("encoder_state", "FinalStatePooling", x, **final))
+    decoder = {"cell": arch.cell, "units": arch.units, "num_layers": model.num_layers}
+    decoder.update(attention=arch.attention, embedding_dim=arch.embedding_dim)
+    if arch.attention_units is not None:
+        decoder["attention_units"] = arch.attention_units
+    if arch.input_feeding:
+        decoder["input_feeding"] = True
+    if model.dropout:
+        decoder["dropout"] = model.dropout
+    nodes.append(
+        {
+            "id": "decoder",
+            "layer": graph_blocks.DECODER,
+            "params": decoder,
+            "inputs": {"memory": x, "state": "encoder_state"},
+        }
+    )
+    return nodes
+
+
+PLAIN_STACK_TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq2seq")
 
 
 def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
-    """The `graph` document of a plain stack: `sequence_classifier`, `sequence_regressor`, ViT.
+    """The `graph` document of a plain stack (`sequence_classifier`, `sequence_regressor`, ViT)
+    or of an RNN `seq2seq`, whose decoder becomes one `RecurrentDecoder` block.
 
     The graph builds the same layers in the same order (same parameter count,
-    same outputs with the same weights), named as the stack names them. A
-    sweep is left out: its paths name the stack's fields, which a graph does
-    not have.
+    same outputs with the same weights), named as the stack names them; for a
+    seq2seq, see `_seq2seq_nodes` for where an LSTM or a deep decoder starts
+    differently. A sweep is left out: its paths name the stack's fields, which a
+    graph does not have.
 
     Raises:
-        SpecError: at `model.type` for any other model type.
+        SpecError: at `model.type` for any other model type, at
+            `model.architecture` for a Transformer seq2seq.
     """
     spec = load_spec(spec)
     model = spec.model
+    if model.type == "seq2seq" and model.architecture.type != "rnn":
+        raise SpecError(
+            [
+                (
+                    "model.architecture",
+                    "only an RNN seq2seq opens as a graph (its decoder is the RecurrentDecoder "
+                    "block); a Transformer decoder is not a block yet",
+                )
+            ]
+        )
     if model.type not in PLAIN_STACK_TYPES:
         raise SpecError(
             [
@@ -435,6 +597,8 @@ def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
     source = "sequence"
     if model.type == "vision_transformer":
         source, nodes = "images", _vit_nodes(model)
+    elif model.type == "seq2seq":
+        source, nodes = "source", _seq2seq_nodes(model)
     else:
         task = _task_shapes(json.dumps(spec.task.model_dump(mode="json"), sort_keys=True))
         tokens = task.inputs.kind == "tokens"
@@ -442,7 +606,7 @@ def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
             nodes = _rnn_nodes(model, tokens)
         else:
             nodes = _transformer_nodes(model, tokens, task.inputs.length)
-    head = "regressor" if model.type == "sequence_regressor" else "classifier"
+    head = {"sequence_regressor": "regressor", "seq2seq": "words"}.get(model.type, "classifier")
     nodes = [_node(source, "Input", None), *nodes, _node(head, "Output", nodes[-1]["id"])]
     document = spec.to_dict()
     document.pop("sweep", None)

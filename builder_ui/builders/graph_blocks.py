@@ -5,7 +5,9 @@ tensors it reads, in the order its `call` takes them positionally; an
 *optional port* is passed by keyword (the attention layers' `key`); a
 *variadic port* takes a list of two or more tensors (`Add`, `Concatenate`).
 `Input` and `Output` are the two special blocks: the task's input, and the
-task's head (softmax over the classes, or a linear regressor).
+task's head (softmax over the classes, or a linear regressor; after a
+`RecurrentDecoder`, the block of a translating graph, a softmax over the
+target words).
 
 What is here is plain data, known without Keras, so that validating a spec's
 structure (`builder_ui.builders.graph`) does not load it. The parameters are
@@ -32,6 +34,7 @@ GROUPS = (
     "Recurrent",
     "Attention",
     "Transformer",
+    "Decoders",
     "Vision",
     "Pooling",
     "Layers",
@@ -41,6 +44,8 @@ GROUPS = (
 KINDS = ("int", "float", "bool", "str", "choice")
 
 INPUT, OUTPUT = "Input", "Output"
+# A translating graph's whole decoder, one composite block (`graph_decoder`).
+DECODER = "RecurrentDecoder"
 
 # Constructor arguments never offered: set by the builder, not JSON, or more than one output.
 _NEVER = frozenset(
@@ -141,6 +146,12 @@ class Block:
         return getattr(importlib.import_module(module), attr)
 
 
+def _group(name: str) -> str:
+    if name not in GROUPS:
+        raise ValueError(f"no palette group {name!r}")
+    return name
+
+
 def _keras(name: str) -> str:
     return f"keras.layers:{name}"
 
@@ -153,71 +164,90 @@ _ATTENTION_PORTS = {"ports": ("query", "value"), "optional_ports": ("key",)}
 _RECURRENT = {"recurrent": True}
 
 _BUILTIN: tuple[Block, ...] = (
-    Block(INPUT, GROUPS[0], "The task's input: token ids, numeric steps or an image.", ports=()),
-    Block(OUTPUT, GROUPS[0], "The task's head: softmax over the classes, or a linear regressor."),
+    Block(
+        INPUT,
+        _group("Inputs and outputs"),
+        "The task's input: token ids, numeric steps or an image.",
+        ports=(),
+    ),
+    Block(
+        OUTPUT,
+        _group("Inputs and outputs"),
+        "The task's head: softmax over the classes or words, or a linear regressor.",
+    ),
     Block(
         "Embedding",
-        GROUPS[1],
+        _group("Embeddings and positions"),
         "A learned vector per token id.",
         _keras("Embedding"),
         filled={"input_dim": "the task's vocabulary size"},
     ),
     Block(
         "SinusoidalPositionalEncoding",
-        GROUPS[1],
+        _group("Embeddings and positions"),
         "Adds the fixed sine/cosine positions of Vaswani et al. (2017).",
         _seq("SinusoidalPositionalEncoding"),
     ),
     Block(
         "LearnedPositionalEmbedding",
-        GROUPS[1],
+        _group("Embeddings and positions"),
         "Adds a learned vector per position.",
         _seq("LearnedPositionalEmbedding"),
         filled={"max_length": "the length of its input"},
     ),
-    Block("SimpleRNN", GROUPS[2], "Elman's RNN.", _keras("SimpleRNN"), **_RECURRENT),
+    Block("SimpleRNN", _group("Recurrent"), "Elman's RNN.", _keras("SimpleRNN"), **_RECURRENT),
     Block(
-        "GRU", GROUPS[2], "Cho et al. (2014): update and reset gates.", _keras("GRU"), **_RECURRENT
+        "GRU",
+        _group("Recurrent"),
+        "Cho et al. (2014): update and reset gates.",
+        _keras("GRU"),
+        **_RECURRENT,
     ),
-    Block("LSTM", GROUPS[2], "Keras's LSTM, with a forget gate.", _keras("LSTM"), **_RECURRENT),
+    Block(
+        "LSTM",
+        _group("Recurrent"),
+        "Keras's LSTM, with a forget gate.",
+        _keras("LSTM"),
+        **_RECURRENT,
+    ),
     Block(
         "CECLSTM",
-        GROUPS[2],
+        _group("Recurrent"),
         "The 1997 LSTM's constant error carousel; forget gate, peepholes, truncation as options.",
         _seq("CECLSTM"),
         **_RECURRENT,
     ),
     Block(
         "ConvLSTM2D",
-        GROUPS[2],
+        _group("Recurrent"),
         "An LSTM whose steps are images (batch, time, rows, cols, channels).",
         _keras("ConvLSTM2D"),
         choices={"padding": ("valid", "same")},
     ),
     Block(
         "MultiHeadAttention",
-        GROUPS[3],
+        _group("Attention"),
         "Vaswani et al. (2017): h heads of scaled dot-product attention.",
         _keras("MultiHeadAttention"),
         **_ATTENTION_PORTS,
     ),
     Block(
         "ScaledDotProductAttention",
-        GROUPS[3],
+        _group("Attention"),
         "softmax(q kᵀ / √d) v, one head.",
         _seq("ScaledDotProductAttention"),
         **_ATTENTION_PORTS,
     ),
     Block(
         "BahdanauAttention",
-        GROUPS[3],
+        _group("Attention"),
         "Bahdanau et al. (2015): additive scores vᵀ tanh(W q + U k).",
         _seq("BahdanauAttention"),
         **_ATTENTION_PORTS,
     ),
     Block(
         "LuongAttention",
-        GROUPS[3],
+        _group("Attention"),
         "Luong et al. (2015): dot, general or concat scores.",
         _seq("LuongAttention"),
         choices={"score": ("dot", "general", "concat")},
@@ -225,63 +255,104 @@ _BUILTIN: tuple[Block, ...] = (
     ),
     Block(
         "TransformerEncoderBlock",
-        GROUPS[4],
+        _group("Transformer"),
         "Self-attention and a feed-forward network, each with a residual and a norm.",
         _seq("TransformerEncoderBlock"),
     ),
     Block(
         "TransformerDecoderBlock",
-        GROUPS[4],
+        _group("Transformer"),
         "Causal self-attention over x, cross-attention to context, a feed-forward network.",
         _seq("TransformerDecoderBlock"),
         ports=("x", "context"),
     ),
     Block(
+        DECODER,
+        _group("Decoders"),
+        "A seq2seq's decoder (Sutskever 2014; Bahdanau or Luong attention): target embedding, "
+        "recurrent cells reading the encoder's memory, from its state.",
+        "builder_ui.builders.graph_decoder:DecoderBlock",
+        ports=("memory",),
+        optional_ports=("state",),
+        choices={
+            "cell": ("simple", "gru", "lstm", "cec_lstm"),
+            "attention": (None, "bahdanau", "luong_dot", "luong_general", "luong_concat"),
+        },
+        kinds={"attention_units": "int"},
+        filled={
+            "target_vocab_size": "the task's target vocabulary size",
+            "target_length": "the task's target length",
+        },
+    ),
+    Block(
         "PatchEmbedding",
-        GROUPS[5],
+        _group("Vision"),
         "Cuts an image into P×P patches, each projected to a token.",
         _seq("PatchEmbedding"),
     ),
-    Block("ClassToken", GROUPS[5], "Prepends a learned class token.", _seq("ClassToken")),
+    Block("ClassToken", _group("Vision"), "Prepends a learned class token.", _seq("ClassToken")),
     Block(
         "GlobalAveragePooling1D",
-        GROUPS[6],
+        _group("Pooling"),
         "The mean over time.",
         _keras("GlobalAveragePooling1D"),
         choices={"data_format": ("channels_last", "channels_first")},
     ),
     Block(
         "GlobalMaxPooling1D",
-        GROUPS[6],
+        _group("Pooling"),
         "The maximum over time.",
         _keras("GlobalMaxPooling1D"),
         choices={"data_format": ("channels_last", "channels_first")},
     ),
     Block(
-        "MaskedMeanPooling", GROUPS[6], "The mean over the real steps.", _seq("MaskedMeanPooling")
+        "MaskedMeanPooling",
+        _group("Pooling"),
+        "The mean over the real steps.",
+        _seq("MaskedMeanPooling"),
     ),
-    Block("ClassTokenPooling", GROUPS[6], "The class token's vector.", _seq("ClassTokenPooling")),
-    Block("Dense", GROUPS[7], "A fully connected layer on the last axis.", _keras("Dense")),
     Block(
-        "Dropout", GROUPS[7], "Zeroes a fraction of its inputs while training.", _keras("Dropout")
+        "ClassTokenPooling",
+        _group("Pooling"),
+        "The class token's vector.",
+        _seq("ClassTokenPooling"),
+    ),
+    Block(
+        "FinalStatePooling",
+        _group("Pooling"),
+        "A recurrent layer's final state: its last real step (both directions' if bidirectional).",
+        _seq("FinalStatePooling"),
+    ),
+    Block("Dense", _group("Layers"), "A fully connected layer on the last axis.", _keras("Dense")),
+    Block(
+        "Dropout",
+        _group("Layers"),
+        "Zeroes a fraction of its inputs while training.",
+        _keras("Dropout"),
     ),
     Block(
         "LayerNormalization",
-        GROUPS[7],
+        _group("Layers"),
         "Normalises each vector to zero mean and unit variance.",
         _keras("LayerNormalization"),
     ),
-    Block("Flatten", GROUPS[7], "All axes but the batch into one.", _keras("Flatten")),
+    Block(
+        "ReverseWithinLength",
+        _group("Layers"),
+        "Reverses each sequence within its length, padding kept last (Sutskever et al. 2014).",
+        _seq("ReverseWithinLength"),
+    ),
+    Block("Flatten", _group("Layers"), "All axes but the batch into one.", _keras("Flatten")),
     Block(
         "Add",
-        GROUPS[8],
+        _group("Merge"),
         "The sum of two or more tensors of one shape.",
         _keras("Add"),
         variadic=("x",),
     ),
     Block(
         "Concatenate",
-        GROUPS[8],
+        _group("Merge"),
         "Two or more tensors joined along an axis.",
         _keras("Concatenate"),
         variadic=("x",),
@@ -367,7 +438,8 @@ def parameters(item: Block) -> tuple[Param, ...]:
         return ()
     found = []
     for name, argument in inspect.signature(item.layer_class()).parameters.items():
-        if argument.kind in (argument.VAR_POSITIONAL, argument.VAR_KEYWORD) or name in _NEVER:
+        never = name in _NEVER and name not in item.choices  # a block may offer one by name
+        if argument.kind in (argument.VAR_POSITIONAL, argument.VAR_KEYWORD) or never:
             continue
         empty = argument.default is inspect.Parameter.empty
         default = None if empty else argument.default

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder_ui.builders import graph_blocks
-from builder_ui.builders.graph_blocks import INPUT, OUTPUT
+from builder_ui.builders.graph_blocks import DECODER, INPUT, OUTPUT
 
 MAX_MESSAGE = 400  # characters of a layer's own error message kept
 CACHE_SIZE = 1024  # symbolic outcomes kept (see `_OutcomeCache`)
@@ -354,6 +354,16 @@ def _filled(item: Any, params: dict[str, Any], task: Any, inputs: list[Any]) -> 
         if length is None:
             raise ValueError("argument `max_length` is required: its input has no fixed length")
         params["max_length"] = int(length)
+    for name, attribute in (("target_vocab_size", "vocab_size"), ("target_length", "length")):
+        if name in item.filled:
+            if name in params:
+                raise ValueError(f"argument `{name}` comes from the task; leave it out")
+            if task.targets.kind != "sequence":
+                raise ValueError(
+                    f"argument `{name}`: the task's targets are {task.targets.kind}, not token "
+                    "sequences, so there is no target side to decode"
+                )
+            params[name] = int(getattr(task.targets, attribute))
     return params
 
 
@@ -377,10 +387,9 @@ def _head(node_id: str, task: Any) -> Any:
     import keras  # loaded on first use (see make_layer)
 
     targets = task.targets
-    if targets.kind == "classification":
-        return keras.layers.Dense(
-            targets.num_classes, activation="softmax", dtype="float32", name=node_id
-        )
+    if targets.kind in ("classification", "sequence"):
+        classes = targets.num_classes if targets.kind == "classification" else targets.vocab_size
+        return keras.layers.Dense(classes, activation="softmax", dtype="float32", name=node_id)
     return keras.layers.Dense(targets.output_dim, dtype="float32", name=node_id)
 
 
@@ -452,6 +461,8 @@ def _cache_key(node: Mapping[str, Any], task: Any, tensors: dict[str, Any]) -> s
         targets.kind,
         getattr(targets, "num_classes", None),
         getattr(targets, "output_dim", None),
+        getattr(targets, "vocab_size", None),
+        getattr(targets, "length", None),
     )
     parts = (node["id"], node["layer"], node.get("params", {}), inputs, sizes)
     return json.dumps(parts, sort_keys=True, default=repr)
@@ -519,7 +530,86 @@ def _step(index: int, node: Mapping[str, Any], task: Any, walk: Walk, cached: bo
             walk.output_id = node_id
 
 
-def walk(nodes: Sequence[Mapping[str, Any]], task: Any, *, symbolic: bool = True) -> Walk:
+def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodeProblem]:
+    """What the task asks of the graph's shape: one `RecurrentDecoder` feeding the Output
+    when it translates (token-sequence targets), none otherwise."""
+    decoders = [index for index, node in enumerate(nodes) if node["layer"] == DECODER]
+    kind = task.targets.kind
+    if kind != "sequence":
+        return [
+            NodeProblem(
+                index,
+                nodes[index]["id"],
+                "layer",
+                f"{_label(nodes[index])}: the task's targets are {kind}, not token sequences; "
+                "a RecurrentDecoder writes target sentences (translation tasks)",
+            )
+            for index in decoders
+        ]
+    if not decoders:
+        return [
+            NodeProblem(
+                None,
+                None,
+                "",
+                f"task {task.name!r} translates (its targets are token sequences): the graph "
+                "needs one RecurrentDecoder block, its memory port fed by the encoder, feeding "
+                "the Output",
+            )
+        ]
+    problems = [
+        NodeProblem(
+            index,
+            nodes[index]["id"],
+            "layer",
+            f"{_label(nodes[index])}: expected exactly one {DECODER} node, got {len(decoders)}",
+        )
+        for index in decoders[1:]
+    ]
+    decoder = nodes[decoders[0]]["id"]
+    if task.inputs.kind != "tokens":
+        problems.append(
+            NodeProblem(
+                None,
+                None,
+                "",
+                f"a translating graph reads token ids, not {task.inputs.kind} inputs",
+            )
+        )
+    for index, node in enumerate(nodes):
+        reads = [
+            port for port, value in node.get("inputs", {}).items() if decoder in _sources(value)
+        ]
+        if node["layer"] == OUTPUT and node.get("inputs", {}).get("x") != decoder:
+            problems.append(
+                NodeProblem(
+                    index,
+                    node["id"],
+                    "inputs.x",
+                    f"{_label(node)}: in a translating graph the Output reads the {DECODER} "
+                    f"({decoder}) directly: its softmax is over the target words at each step",
+                )
+            )
+        elif reads and node["layer"] != OUTPUT:
+            problems.append(
+                NodeProblem(
+                    index,
+                    node["id"],
+                    f"inputs.{reads[0]}",
+                    f"{_label(node)} port {reads[0]}: only the Output may read the {DECODER} "
+                    f"({decoder}); the decoder's steps are the model's last layer before it",
+                )
+            )
+    return problems
+
+
+def walk(
+    nodes: Sequence[Mapping[str, Any]],
+    task: Any,
+    *,
+    symbolic: bool = True,
+    skip: frozenset[str] = frozenset(),
+) -> Walk:
     """Make and call every node's layer in topological order (see the module docstring).
 
     Args:
@@ -527,12 +617,15 @@ def walk(nodes: Sequence[Mapping[str, Any]], task: Any, *, symbolic: bool = True
         task: Anything with the task's `inputs` and `targets` specs.
         symbolic: Call the layers inside a stateless scope that leaves their
             weights unallocated (for shapes and checks); False builds for real.
+        skip: Ids of nodes not made or called (a translating graph's build
+            makes its decoder and Output as the model's, not as blocks).
     """
     result = Walk(problems=structure_problems(nodes))
     if any(problem.field in ("id", "layer") for problem in result.problems):
         return result
+    result.problems += task_problems(nodes, task)
     # A dangling node still gets its shape (the canvas shows it); a miswired one cannot.
-    broken = {problem.node_id for problem in result.problems if problem.field}
+    broken = {problem.node_id for problem in result.problems if problem.field} | set(skip)
     order, _ = topological_order(nodes)
     todo = [index for index in order if nodes[index]["id"] not in broken]
     if not symbolic:

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from builder_ui.builders.graph import translates
+
 MAX_TYPED_CHARS = 10_000
 MAX_GRADIENT_STEPS = 200
 MAX_SHOWN_CLASSES = 10
@@ -64,6 +66,8 @@ class Prediction:
 def model_kind(spec: dict[str, Any]) -> str:
     """`seq2seq`, `pointer`, `vit`, `classifier`, `regressor` or `other`, from the run's spec."""
     model_type = spec.get("model", {}).get("type")
+    if translates(spec):  # a seq2seq, or a graph with a RecurrentDecoder block
+        return "seq2seq"
     return {
         "seq2seq": "seq2seq",
         "pointer_network": "pointer",

@@ -31,6 +31,7 @@ that trained under another policy carry it as their `dtype` argument.
 from __future__ import annotations
 
 import builtins
+import copy
 import importlib
 import inspect
 import json
@@ -243,6 +244,8 @@ class _Writer:
 
     def value(self, value: Any) -> Any:
         """A config value as an expression: nested layers and initializers as constructor calls."""
+        if isinstance(value, _Name):
+            return str(value)
         if _is_serialized_object(value):
             if value.get("class_name") == "DTypePolicy" and value.get("module") == "keras":
                 return python_literal(value["config"]["name"])
@@ -257,12 +260,15 @@ class _Writer:
     def evaluate(self, expression: Any) -> Any:
         return eval(_text(expression, ""), dict(self.namespace))
 
-    def call(self, cls: type, config: Mapping[str, Any]) -> Call:
+    def call(
+        self, cls: type, config: Mapping[str, Any], expected: Mapping[str, Any] | None = None
+    ) -> Call:
         """The shortest constructor call that rebuilds an object with exactly `config`.
 
-        Falls back to `cls.from_config({...})` when no shorter call does.
+        Falls back to `cls.from_config({...})` when no shorter call does. `expected`
+        is the config to rebuild when `config` names script variables (`_Name`).
         """
-        target = normalized(config)
+        target = normalized(config if expected is None else expected)
         for candidate in self._short_forms(cls, config):
             try:
                 expression = self._short_call(cls, candidate)
@@ -313,8 +319,12 @@ class _Writer:
         keyword_required = [p.name for p in required if p.name not in positional]
         args = [self.value(config[name]) for name in positional]
         kwargs = [(name, self.value(config[name])) for name in keyword_required]
-        # What the class does with only the required arguments: write what differs.
-        defaults = normalized(self.evaluate(Call(reference, args, kwargs)).get_config())
+        # What the class does with only the required arguments: write what differs. A class
+        # whose defaults do not fit the required arguments (an encoder's width) gets them all.
+        try:
+            defaults = normalized(self.evaluate(Call(reference, args, kwargs)).get_config())
+        except Exception:
+            defaults = {}
         chosen = {p.name for p in required}
         for key, value in config.items():
             if key in chosen or key == "name":
@@ -607,9 +617,40 @@ def _sequential_body(writer: _Writer, model: Any) -> list[str]:
     return [f"return {call.format(INDENT, len(INDENT) + 7)}"]
 
 
+class _Name(str):
+    """A variable of the script standing for a config value (a nested model built above)."""
+
+
+def _nested_models(writer: _Writer, model: Any, config: dict[str, Any]) -> list[str]:
+    """Functional models among a subclass's constructor arguments, each built by a function.
+
+    `AssembledSeq2Seq(..., encoder=...)` takes a functional encoder: it is written with
+    the functional API in `build_<argument>()` inside `build_model`, and the constructor
+    call names its result. The writer checks calls against a fresh copy of it.
+    """
+    lines = []
+    for key, value in list(config.items()):
+        part = getattr(model, key, None)
+        if not (_is_serialized_object(value) and _is_functional(part)):
+            continue
+        function, variable = writer.variable(f"build_{key}"), writer.variable(key)
+        body = _functional_body(writer, part, explicit_masks=False)
+        lines.append(f"def {function}():")
+        lines += [f"{INDENT}{line}" for line in body]
+        lines += ["", f"{variable} = {function}()"]
+        # A copy: deserializing empties the dict it is given.
+        fresh = writer.keras.saving.deserialize_keras_object(copy.deepcopy(value))
+        writer.namespace[variable] = fresh
+        config[key] = _Name(variable)
+    return lines
+
+
 def _subclass_body(writer: _Writer, model: Any) -> list[str]:
     config = model.get_config()
-    lines = [f"model = {writer.call(type(model), config).format(INDENT, len(INDENT) + 8)}"]
+    target = dict(config)
+    lines = _nested_models(writer, model, config)
+    call = writer.call(type(model), config, target)
+    lines.append(f"model = {call.format(INDENT, len(INDENT) + 8)}")
     build_config = model.get_build_config() if model.built else None
     if build_config and build_config.get("input_shape") is not None:
         lines.append(f"model.build_from_config({Literal(build_config).format(INDENT)})")
@@ -703,7 +744,12 @@ def architecture(model: Any) -> dict[str, Any]:
     """
 
     def describe(layer, keep_name=True):
-        config = normalized(layer.get_config())
+        # A nested functional model (an `AssembledSeq2Seq`'s encoder) by its graph, where
+        # operations such as `not_equal_2` are not told apart by their numbered names.
+        if _is_functional(layer):
+            config = {"name": layer.name, "graph": _graph(layer)}
+        else:
+            config = normalized(layer.get_config())
         if not keep_name:
             config.pop("name", None)
         return {"class": f"{type(layer).__module__}.{type(layer).__qualname__}", "config": config}

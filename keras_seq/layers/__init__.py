@@ -8,7 +8,8 @@ Attention: `BahdanauAttention`, `LuongAttention`, `ScaledDotProductAttention`, `
 (one calling convention, `layer(query, value, key=None, ...)`; masks in `layers.masks`).
 
 Transformer: encoder and decoder blocks, positional encodings, the ViT's patches and class token,
-and the pooling of a sequence into one vector (`ClassTokenPooling`, `MaskedMeanPooling`).
+and the pooling of a sequence into one vector (`ClassTokenPooling`, `MaskedMeanPooling`,
+`FinalStatePooling`).
 
 Sequence to sequence: `RecurrentDecoder`, an RNN decoder that owns its loop over
 time and reads the encoder through Bahdanau or Luong attention (or not at all),
@@ -21,7 +22,7 @@ from keras_seq.layers.cec_lstm import CECLSTM, CECLSTMCell
 from keras_seq.layers.luong_attention import LuongAttention
 from keras_seq.layers.patches import ClassToken, PatchEmbedding
 from keras_seq.layers.pointer_attention import PointerAttention
-from keras_seq.layers.pooling import ClassTokenPooling, MaskedMeanPooling
+from keras_seq.layers.pooling import ClassTokenPooling, FinalStatePooling, MaskedMeanPooling
 from keras_seq.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from keras_seq.layers.recurrent_decoder import RecurrentDecoder
 from keras_seq.layers.reverse_within_length import ReverseWithinLength
@@ -35,6 +36,7 @@ __all__ = [
     "CECLSTMCell",
     "ClassToken",
     "ClassTokenPooling",
+    "FinalStatePooling",
     "LearnedPositionalEmbedding",
     "LuongAttention",
     "MaskedMeanPooling",

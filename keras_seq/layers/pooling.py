@@ -1,9 +1,10 @@
-"""Layers that pool a sequence into one vector: the class token, or the mean over real steps.
+"""Layers that pool a sequence into one vector: the class token, the mean, the final state.
 
     (batch, time, d) ─▶ ClassTokenPooling ─▶ (batch, d)      outputs[b] = x[b, 0]
     (batch, time, d) ─▶ MaskedMeanPooling ─▶ (batch, d)      mean over unmasked steps
+    (batch, time, d) ─▶ FinalStatePooling ─▶ (batch, d)      the last real step (per direction)
 
-Both consume the Keras mask: their output is one vector per sequence.
+All consume the Keras mask: their output is one vector per sequence.
 """
 
 from __future__ import annotations
@@ -108,3 +109,110 @@ class MaskedMeanPooling(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[2])
+
+
+@_REGISTER
+class FinalStatePooling(keras.layers.Layer):
+    """The state a recurrent layer ends in, read from its output sequence at the real steps.
+
+    A recurrent layer's output at step `t` is its state `h_t`, so its final
+    state is its output at the last real step (a right-padded sequence ends
+    early). With `bidirectional=True` the input is a `Bidirectional` layer's
+    concatenated outputs `[h→_t; h←_t]`, and the final state is that of each
+    direction, the forward one at the last real step and the backward one at
+    the first:
+
+        l_b = max{t : m[b, t]},   f_b = min{t : m[b, t]}
+        outputs[b] = x[b, l_b]                                (one direction)
+        outputs[b] = [x[b, l_b, :d/2]; x[b, f_b, d/2:]]       (bidirectional)
+
+    with `m` the Keras mask (all ones without one); a sequence with no real
+    step gives zeros. This is the encoder summary of Sutskever et al. (2014)
+    and Cho et al. (2014), `[h→_S; h←_1]` for a bidirectional encoder as
+    `keras_seq.models.RNNSeq2Seq` starts its decoder from: as a block of its
+    own, it lets an assembled graph hand an encoder's final state to a decoder
+    (an LSTM's memory cell `c` is not in its outputs, so it is not read).
+
+    Args:
+        bidirectional: The input holds both directions, forward half first.
+            Default False.
+        **kwargs: Layer keywords (`name`, `dtype`, ...); the layer has no weights.
+
+    Call arguments:
+        inputs: `(batch, time, d)` recurrent outputs (`d` even if bidirectional).
+        mask: Optional boolean `(batch, time)`, True at real steps; defaults
+            to the Keras mask of `inputs`.
+
+    Returns:
+        `(batch, d)`, in the dtype of `inputs`.
+
+    Example:
+
+    >>> x = np.arange(12, dtype="float32").reshape(1, 3, 4)
+    >>> mask = np.array([[True, True, False]])
+    >>> keras.ops.convert_to_numpy(FinalStatePooling()(x, mask=mask)).tolist()
+    [[4.0, 5.0, 6.0, 7.0]]
+    >>> layer = FinalStatePooling(bidirectional=True)
+    >>> keras.ops.convert_to_numpy(layer(x, mask=mask)).tolist()
+    [[4.0, 5.0, 2.0, 3.0]]
+
+    References:
+        - Sutskever, Vinyals & Le, "Sequence to Sequence Learning with Neural
+          Networks", NeurIPS 2014.
+        - Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly
+          Learning to Align and Translate", ICLR 2015.
+    """
+
+    def __init__(self, bidirectional=False, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(bidirectional, bool):
+            raise ValueError(
+                f"Argument `bidirectional` must be True or False, got {bidirectional!r}."
+            )
+        self.bidirectional = bidirectional
+        self.supports_masking = True
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    def build(self, input_shape):
+        features = input_shape[-1]
+        if self.bidirectional and features is not None and features % 2:
+            raise ValueError(
+                "FinalStatePooling(bidirectional=True) expects both directions' outputs "
+                f"joined, an even number of features, got {features} (input shape "
+                f"{tuple(input_shape)})."
+            )
+
+    @staticmethod
+    def _at(inputs, index, real):
+        """`inputs[b, index[b]]` where `real[b]`, zeros elsewhere, as a one-hot weighting."""
+        ops = keras.ops
+        steps = ops.shape(inputs)[1]
+        pick = ops.one_hot(index, steps, dtype=inputs.dtype)  # (batch, time)
+        pick = pick * ops.expand_dims(ops.cast(real, inputs.dtype), -1)
+        return ops.sum(inputs * ops.expand_dims(pick, -1), axis=1)  # (batch, d)
+
+    def call(self, inputs, mask=None):
+        ops = keras.ops
+        batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        if mask is None:
+            mask = ops.ones((batch, steps), dtype="bool")
+        mask = ops.cast(mask, "bool")
+        positions = ops.expand_dims(ops.arange(steps, dtype="int32"), 0)  # (1, time)
+        last = ops.max(ops.where(mask, positions, -1), axis=1)  # (batch,)
+        real = last >= 0
+        final = self._at(inputs, ops.maximum(last, 0), real)
+        if not self.bidirectional:
+            return final
+        first = ops.min(ops.where(mask, positions, steps), axis=1)
+        start = self._at(inputs, ops.minimum(first, steps - 1), real)
+        half = inputs.shape[-1] // 2
+        return ops.concatenate([final[:, :half], start[:, half:]], axis=-1)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[2])
+
+    def get_config(self):
+        return {**super().get_config(), "bidirectional": self.bidirectional}

@@ -19,7 +19,9 @@ or without Bahdanau or Luong attention) or a `TransformerSeq2Seq`; `encode`
 and `decode_step` are their shared inference contract. `compile_for` picks
 `keras_seq.losses.MaskedSparseCategoricalCrossentropy` and
 `keras_seq.metrics.MaskedTokenAccuracy`, which leave padding out, for targets
-of kind "sequence".
+of kind "sequence". `AssembledSeq2Seq(source_vocab_size, target_vocab_size,
+encoder)` puts the same recurrent decoder over an encoder model of one's own
+(the Build tab's assembled graphs).
 
 `greedy_decode(model, source, max_length)` and `beam_search(…, beam_width,
 length_penalty)` decode any such model in one compiled loop (`compile_decoder`
@@ -34,6 +36,7 @@ TensorFlow SavedModel.
 from keras_seq.layers.pooling import ClassTokenPooling, MaskedMeanPooling
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
+from keras_seq.models.assembled_seq2seq import AssembledSeq2Seq
 from keras_seq.models.compiling import compile_for
 from keras_seq.models.decoding import DecodeResult, beam_search, compile_decoder, greedy_decode
 from keras_seq.models.pointer import PointerNetwork, pointer_network
@@ -47,6 +50,7 @@ from keras_seq.models.translator import Alignment, Translator
 
 __all__ = [
     "Alignment",
+    "AssembledSeq2Seq",
     "ClassTokenPooling",
     "DecodeResult",
     "MaskedMeanPooling",

@@ -130,10 +130,27 @@ class RNNSeq2Seq(Seq2Seq):
         dropout=0.0,
         **kwargs,
     ):
+        self._set_decoder_arguments(
+            cell, units, num_layers, attention, attention_units, input_feeding, embedding_dim
+        )
+        self.bidirectional = validation.boolean("bidirectional", bidirectional)
+        super().__init__(
+            source_vocab_size,
+            target_vocab_size,
+            reverse_source=reverse_source,
+            dropout=dropout,
+            **kwargs,
+        )
+
+    # Validation and layers ---------------------------------------------------------
+
+    def _set_decoder_arguments(
+        self, cell, units, num_layers, attention, attention_units, input_feeding, embedding_dim
+    ):
+        """Checks and keeps the decoder's arguments (shared with `AssembledSeq2Seq`)."""
         self.cell = check_cell(cell)
         self.units = validation.positive_int("units", units, validation.MAX_UNITS)
         self.num_layers = validation.positive_int("num_layers", num_layers, MAX_LAYERS)
-        self.bidirectional = validation.boolean("bidirectional", bidirectional)
         self.attention = check_attention(attention)
         if attention_units is not None:
             attention_units = validation.positive_int(
@@ -144,15 +161,19 @@ class RNNSeq2Seq(Seq2Seq):
         self.embedding_dim = validation.positive_int(
             "embedding_dim", embedding_dim, validation.MAX_UNITS
         )
-        super().__init__(
-            source_vocab_size,
-            target_vocab_size,
-            reverse_source=reverse_source,
-            dropout=dropout,
-            **kwargs,
-        )
 
-    # Validation and layers ---------------------------------------------------------
+    def _make_decoder(self):
+        """The `RecurrentDecoder` of the decoder's arguments."""
+        return RecurrentDecoder(
+            self.units,
+            cell=self.cell,
+            num_layers=self.num_layers,
+            attention=self.attention,
+            attention_units=self.attention_units,
+            input_feeding=self.input_feeding,
+            name="decoder",
+            dtype=self.dtype_policy,
+        )
 
     def _check_arguments(self):
         if self.bidirectional and self.units % 2:
@@ -201,16 +222,7 @@ class RNNSeq2Seq(Seq2Seq):
                     layer, name=f"encoder_{index}", dtype=self.dtype_policy
                 )
             self.encoder_layers.append(layer)
-        self.decoder = RecurrentDecoder(
-            self.units,
-            cell=self.cell,
-            num_layers=self.num_layers,
-            attention=self.attention,
-            attention_units=self.attention_units,
-            input_feeding=self.input_feeding,
-            name="decoder",
-            dtype=self.dtype_policy,
-        )
+        self.decoder = self._make_decoder()
 
     def _build_layers(self):
         tokens = (None, None)

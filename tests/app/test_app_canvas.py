@@ -360,3 +360,57 @@ def test_a_preset_of_the_arc_opens_as_a_graph_of_its_own_layers(browser, server)
         assert watched.problems() == []
     finally:
         context.close()
+
+
+LABEL_BOXES = """() => [...document.querySelectorAll('.ksg-edge-label')].map((label) => {
+    const box = label.getBBox();
+    return [box.x, box.y, box.width, box.height, label.textContent];
+})"""
+
+
+def overlapping(boxes):
+    """Pairs of edge labels whose boxes overlap by more than a pixel each way."""
+    return [
+        (a[4], b[4])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[0] + 1 < b[0] + b[2]
+        and b[0] + 1 < a[0] + a[2]
+        and a[1] + 1 < b[1] + b[3]
+        and b[1] + 1 < a[1] + a[3]
+    ]
+
+
+def test_a_seq2seq_preset_opens_as_an_encoder_graph_and_one_decoder_block(browser, server):
+    from playwright.sync_api import expect
+
+    from tests.app.test_app_build_form import pick_preset
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        watched = Watched(page)
+        page.goto(server.url)
+        page.wait_for_selector("#field-task-lag input")
+        pick_preset(page, "7 · Seq2seq + Bahdanau attention")
+        expect(page.locator("#spec-yaml")).to_contain_text("attention: bahdanau")
+        page.locator("#open-as-graph").click()
+        # Source ids, their embedding, the bidirectional GRU, its final state, the decoder
+        # block and the softmax over the target words.
+        expect(nodes(page)).to_have_count(6)
+        expect(edge(page, "encoder_0", "decoder", "memory")).to_contain_text("(None, ")
+        expect(edge(page, "encoder_state", "decoder", "state")).to_contain_text("(None, 64)")
+        expect(node(page, "decoder")).to_contain_text("RecurrentDecoder → (None, ")
+        expect(page.locator("#spec-yaml")).to_contain_text("layer: RecurrentDecoder")
+        expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+        # The memory edge skips the state block below the GRU: it runs down a lane beside
+        # it rather than behind it, and no two shape labels cover each other.
+        state_box = node(page, "encoder_state").bounding_box()
+        memory_box = edge(page, "encoder_0", "decoder", "memory").locator("path").bounding_box()
+        assert memory_box["x"] + memory_box["width"] > state_box["x"] + state_box["width"]
+        assert overlapping(page.evaluate(LABEL_BOXES)) == []
+        screenshot(page, "canvas-7-seq2seq-as-graph")
+        assert watched.problems() == []
+    finally:
+        context.close()

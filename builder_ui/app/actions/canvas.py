@@ -52,6 +52,30 @@ _NUMERIC_START = [
     {"id": "encoder", "layer": "LSTM", "params": {"units": 16}, "inputs": {"x": "sequence"}},
     {"id": "head", "layer": "Output", "inputs": {"x": "encoder"}},
 ]
+# A translation task: the encoder's states for the attention, its final state to start from.
+_TRANSLATION_START = [
+    {"id": "source", "layer": "Input"},
+    {
+        "id": "embedding",
+        "layer": "Embedding",
+        "params": {"output_dim": 16, "mask_zero": True},
+        "inputs": {"x": "source"},
+    },
+    {
+        "id": "encoder",
+        "layer": "GRU",
+        "params": {"units": 32, "return_sequences": True},
+        "inputs": {"x": "embedding"},
+    },
+    {"id": "encoder_state", "layer": "FinalStatePooling", "inputs": {"x": "encoder"}},
+    {
+        "id": "decoder",
+        "layer": "RecurrentDecoder",
+        "params": {"cell": "gru", "units": 32, "attention": "bahdanau", "embedding_dim": 16},
+        "inputs": {"memory": "encoder", "state": "encoder_state"},
+    },
+    {"id": "words", "layer": "Output", "inputs": {"x": "decoder"}},
+]
 _OTHER_START = [
     {"id": "inputs", "layer": "Input"},
     {"id": "head", "layer": "Output", "inputs": {"x": "inputs"}},
@@ -190,8 +214,9 @@ def apply_graph(text: str, value: Any) -> tuple[str, Check]:
 def start_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A small working graph for the document's task: Input (→ Embedding) → LSTM → Output.
 
-    An embedding comes first for a task of token ids; a task whose input kind is not known
-    (or is an image) gets Input → Output, to build on.
+    An embedding comes first for a task of token ids; a translation task (target token
+    sequences) gets a GRU encoder and a `RecurrentDecoder` with Bahdanau attention; a task
+    whose input kind is not known (or is an image) gets Input → Output, to build on.
     """
     task = document.get("task") if isinstance(document.get("task"), Mapping) else {}
     try:
@@ -201,6 +226,8 @@ def start_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
         kinds = None
     input_kind = kinds[0] if kinds else None
     start = {"tokens": _TOKEN_START, "numeric": _NUMERIC_START}.get(input_kind, _OTHER_START)
+    if kinds and kinds[1] == "sequence":
+        start = _TRANSLATION_START
     return [
         {**copy.deepcopy(node), "position": [40, 30 + ROW * row]} for row, node in enumerate(start)
     ]
@@ -221,10 +248,10 @@ def new_graph(text: str) -> tuple[str, Check]:
 def open_as_graph(text: str) -> tuple[str, Check]:
     """Make the spec's plain-stack model the equivalent graph, layer for layer, on the canvas.
 
-    A `sequence_classifier` or `sequence_regressor` (rnn or transformer encoder), or a
-    `vision_transformer`, becomes
-    the graph `builders.graph.preset_as_graph` gives: the same layers, names, parameter
-    count and outputs, so a preset of the arc can be taken apart and rewired. The other
+    A `sequence_classifier` or `sequence_regressor` (rnn or transformer encoder), a
+    `vision_transformer`, or an RNN `seq2seq` (its decoder one `RecurrentDecoder` block)
+    becomes the graph `builders.graph.preset_as_graph` gives: the same layers, names,
+    parameter count and outputs, so a preset of the arc can be taken apart and rewired. The other
     sections are kept; the blocks get no positions (the canvas lays them out by depth).
 
     Raises:

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from builder_ui.app.context import AppContext, AppError
+from builder_ui.builders.graph import translates
 from builder_ui.engine.store import (
     MAX_TAGS_PER_RUN,
     STATUSES,
@@ -505,7 +506,7 @@ def bleu_table(ctx: AppContext, run_id: str):
     from keras_seq.metrics import evaluate_by_length
 
     record = ctx.record(run_id)
-    if record.spec.get("model", {}).get("type") != "seq2seq":
+    if not translates(record.spec):
         raise AppError(f"Run {run_id} is not a seq2seq run; BLEU by length needs a translator.")
     if BLEU_ARTIFACT in record.artifacts:
         path = ctx.store.directory / record.artifacts[BLEU_ARTIFACT]
@@ -531,7 +532,7 @@ def bleu_chart(ctx: AppContext, run_ids: Sequence[str]):
     curves = []
     for run_id in run_ids or []:
         record = ctx.record(run_id)
-        if record.status == "done" and record.spec.get("model", {}).get("type") == "seq2seq":
+        if record.status == "done" and translates(record.spec):
             curves.append((f"{record.name} ({run_id})", bleu_table(ctx, run_id)))
     if not curves:
         raise AppError("Select at least one finished seq2seq run to see BLEU by source length.")

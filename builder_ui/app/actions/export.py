@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder_ui.app.context import AppContext, AppError
+from builder_ui.builders.graph import translates
 from builder_ui.results import export
 
 EXPORT_FORMATS = {
@@ -40,7 +41,7 @@ def _snippet(fmt: str, name: str, record) -> str:
         serve = (
             'print(reloaded.translate(tf.constant(["a sentence ."])))  # texts -> translations\n'
             "target_ids = reloaded.serve(source_ids)  # int ids (batch, time) -> greedy target ids"
-            if record.spec.get("model", {}).get("type") == "seq2seq"
+            if translates(record.spec)
             else "outputs = reloaded.serve(inputs)  # a batch shaped like the training inputs"
         )
         return (

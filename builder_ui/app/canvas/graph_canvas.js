@@ -431,7 +431,7 @@
     let height = 420;
     for (const node of state.nodes) {
       const [x, y] = position(node);
-      width = Math.max(width, x + NODE_W + 60);
+      width = Math.max(width, x + NODE_W + 180); // room for a lane and its labels
       height = Math.max(height, y + nodeHeight(node) + 60);
     }
     svg.setAttribute("width", width);
@@ -523,16 +523,70 @@
     if (g) g.focus();
   }
 
+  // An edge goes straight down as a curve, unless a block stands in its way or it climbs to a
+  // block placed higher: then it runs down a lane right of every block it would cross.
+  function edgeRoute(source, target, x1, y1, x2, y2, lanes) {
+    const top = Math.min(y1, y2);
+    const bottom = Math.max(y1, y2);
+    const left = Math.min(x1, x2) - 10;
+    const right = Math.max(x1, x2) + 10;
+    const inWay = state.nodes.filter((node) => {
+      const [nx, ny] = position(node);
+      const crossesRows = ny < bottom && ny + nodeHeight(node) > top;
+      const crossesColumns = nx < right && nx + NODE_W > left;
+      const ends = node.id === source.id || node.id === target.id;
+      return crossesRows && crossesColumns && !ends;
+    });
+    const climbs = y2 < y1 + 20;
+    if (!climbs && !inWay.length) {
+      const bend = Math.max(30, Math.abs(y2 - y1) / 2);
+      return {
+        d: `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`,
+        label: [(x1 + x2) / 2 + 8, (y1 + y2) / 2 + 4],
+      };
+    }
+    const around = climbs ? [...inWay, source, target] : inWay;
+    let lane = Math.max(x1, x2, ...around.map((node) => position(node)[0] + NODE_W)) + 24;
+    const key = Math.round(lane);
+    lane += 12 * (lanes.get(key) || 0); // edges sharing a lane side by side
+    lanes.set(key, (lanes.get(key) || 0) + 1);
+    const drop = 22;
+    return {
+      d:
+        `M${x1},${y1} C${x1},${y1 + drop} ${lane},${y1 + drop} ${lane},${y1 + 2 * drop} ` +
+        `L${lane},${y2 - 2 * drop} C${lane},${y2 - drop} ${x2},${y2 - drop} ${x2},${y2}`,
+      label: [lane + 6, (y1 + y2) / 2 + 4],
+    };
+  }
+
+  // Labels that would overlap one already placed move down a line until they fit.
+  function labelSpot(x, y, text, taken) {
+    const width = 6 * String(text).length + 4;
+    const height = 13;
+    let spot = y;
+    for (let tries = 0; tries < 12; tries++) {
+      const hit = taken.some(
+        (box) => x < box.x + box.w && box.x < x + width && spot - height < box.y && box.y - height < spot
+      );
+      if (!hit) break;
+      spot += height;
+    }
+    taken.push({ x, y: spot, w: width });
+    return spot;
+  }
+
   function drawEdges() {
     edgeLayer.textContent = "";
     labelLayer.textContent = "";
+    const lanes = new Map();
+    const taken = [];
     for (const edge of edges()) {
       const source = nodeById(edge.source);
       const target = nodeById(edge.target);
       if (!source || !target) continue;
       const [x1, y1] = outPoint(source);
       const [x2, y2] = portPoint(target, edge.port);
-      const bend = Math.max(30, Math.abs(y2 - y1) / 2);
+      const route = edgeRoute(source, target, x1, y1, x2, y2, lanes);
       const shape = edgeShape(edge);
       const g = svgEl("g", {
         class: "ksg-edge",
@@ -547,11 +601,10 @@
       if (e && e.source === edge.source && e.target === edge.target && e.port === edge.port) {
         g.classList.add("ksg-selected");
       }
-      g.append(
-        svgEl("path", { d: `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}` })
-      );
+      g.append(svgEl("path", { d: route.d }));
       g.append(svgEl("title", {}, shape)); // the edge's own text: its tooltip and its shape
-      const label = { class: "ksg-edge-label", x: (x1 + x2) / 2 + 8, y: (y1 + y2) / 2 + 4 };
+      const [lx, ly] = route.label;
+      const label = { class: "ksg-edge-label", x: lx, y: labelSpot(lx, ly, shape, taken) };
       labelLayer.append(svgEl("text", label, shape));
       edgeLayer.append(g);
     }

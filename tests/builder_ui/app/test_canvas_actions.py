@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from builder_ui.app import actions
 from builder_ui.app.actions import canvas
 from builder_ui.app.canvas import EDIT_EVENT, html_kwargs
+from builder_ui.builders import presets
+from builder_ui.builders.graph import graph_report
 from builder_ui.specs import parse_yaml
 
 TASK = {"type": "long_lag", "lag": 6, "n": 200, "encoding": "ids"}
@@ -227,3 +230,23 @@ def test_the_vision_transformer_preset_opens_as_a_graph_of_patches_and_blocks():
 def test_a_model_that_is_no_plain_stack_says_why_it_cannot_open_as_a_graph():
     with pytest.raises(actions.AppError, match=r"cannot open as a graph.*pointer_network"):
         canvas.open_as_graph(actions.preset_text("pointer_network"))
+
+
+TRANSLATION = {"type": "toy_translation", "n": 200, "min_len": 4, "max_len": 6}
+
+
+def test_a_new_graph_on_a_translation_task_is_a_working_encoder_decoder():
+    document = {"version": 2, "name": "t", "task": TRANSLATION, "train": TRAIN}
+    text, check = canvas.new_graph(yaml.safe_dump(document))
+    assert check.problems == [], check.problems
+    layers = [node["layer"] for node in parse_yaml(text)["model"]["nodes"]]
+    assert layers[-2:] == ["RecurrentDecoder", "Output"]
+    assert graph_report(parse_yaml(text)).errors == {}
+
+
+def test_an_attention_seq2seq_preset_opens_as_a_graph_with_one_decoder_block():
+    spec = {**presets.spec("seq2seq_bahdanau"), "task": TRANSLATION}
+    text, check = canvas.open_as_graph(yaml.safe_dump(spec))
+    assert check.problems == [], check.problems
+    layers = [node["layer"] for node in parse_yaml(text)["model"]["nodes"]]
+    assert layers.count("RecurrentDecoder") == 1

@@ -210,7 +210,7 @@ def test_seq2seq_needs_a_sequence_task_and_sequence_tasks_need_seq2seq():
         prepare(data)
     assert str(excinfo.value) == (
         "model.type: 'sequence_classifier' predicts classification targets, but task 'reverse' "
-        "has sequence targets; model types that fit: seq2seq"
+        "has sequence targets; model types that fit: graph, seq2seq"
     )
 
 

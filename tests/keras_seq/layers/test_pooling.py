@@ -1,11 +1,12 @@
-"""ClassTokenPooling and MaskedMeanPooling: one vector per sequence, against NumPy."""
+"""ClassTokenPooling, MaskedMeanPooling and FinalStatePooling: one vector per sequence, against
+NumPy and against the final states Keras's own recurrent layers return."""
 
 import keras
 import numpy as np
 import pytest
 
 from keras_seq import layers, models
-from keras_seq.layers import ClassTokenPooling, MaskedMeanPooling
+from keras_seq.layers import ClassTokenPooling, FinalStatePooling, MaskedMeanPooling
 from keras_seq.testing.layer_checks import LayerCase, check_layer
 
 
@@ -32,7 +33,7 @@ def test_masked_mean_pooling_matches_numpy_and_gives_zeros_for_empty_rows():
     np.testing.assert_allclose(_numpy(MaskedMeanPooling()(x)), x.mean(axis=1), rtol=1e-6)
 
 
-@pytest.mark.parametrize("cls", [ClassTokenPooling, MaskedMeanPooling])
+@pytest.mark.parametrize("cls", [ClassTokenPooling, MaskedMeanPooling, FinalStatePooling])
 def test_pooling_layers_are_registered_and_reload_from_config(cls):
     assert keras.saving.get_registered_name(cls) == f"keras_seq>{cls.__name__}"
     layer = cls(name="pool")
@@ -68,3 +69,60 @@ def test_docstring_examples_run():
     result = doctest.testmod(pooling, globs=globs, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def _final_states_numpy(x, mask, bidirectional):
+    """The paper's summary from the outputs: h at the last real step ([h→_S; h←_1] if both)."""
+    half = x.shape[-1] // 2
+    rows = []
+    for row, real in zip(x, mask, strict=True):
+        steps = np.flatnonzero(real)
+        if not len(steps):
+            rows.append(np.zeros(x.shape[-1], x.dtype))
+        elif bidirectional:
+            rows.append(np.concatenate([row[steps[-1], :half], row[steps[0], half:]]))
+        else:
+            rows.append(row[steps[-1]])
+    return np.stack(rows)
+
+
+@pytest.mark.backend_agnostic
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_final_state_pooling_reads_the_last_real_step_and_zeros_for_empty_rows(bidirectional):
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(4, 5, 6)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0], [0, 1, 1, 0, 0]], bool)
+    layer = FinalStatePooling(bidirectional=bidirectional)
+    expected = _final_states_numpy(x, mask, bidirectional)
+    # One element picked by a one-hot sum: exact up to adding zeros.
+    np.testing.assert_allclose(_numpy(layer(x, mask=mask)), expected, atol=1e-7)
+    everything = _final_states_numpy(x, np.ones((4, 5), bool), bidirectional)
+    np.testing.assert_allclose(_numpy(layer(x)), everything, atol=1e-7)
+    assert layer.compute_mask(x, mask) is None
+
+
+@pytest.mark.backend_agnostic
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_final_state_pooling_gives_the_final_state_a_masked_gru_returns(bidirectional):
+    # Right-padded ids, masked by the embedding: the state Keras's GRU returns (return_state)
+    # is what the pooling reads off its output sequence. Same kernels, so 1e-6.
+    ids = np.array([[3, 5, 7, 0, 0], [2, 4, 6, 8, 9], [5, 0, 0, 0, 0]])
+    embedded = keras.layers.Embedding(10, 4, mask_zero=True)
+    gru = keras.layers.GRU(3, return_sequences=True, return_state=True)
+    recurrent = keras.layers.Bidirectional(gru) if bidirectional else gru
+    x = embedded(ids)
+    outputs, *states = recurrent(x, mask=embedded.compute_mask(ids))
+    expected = np.concatenate([_numpy(state) for state in states], axis=-1)
+    pooled = FinalStatePooling(bidirectional=bidirectional)(outputs, mask=ids != 0)
+    np.testing.assert_allclose(_numpy(pooled), expected, atol=1e-6)
+
+
+def test_final_state_pooling_refuses_an_odd_width_both_ways_and_a_non_boolean():
+    with pytest.raises(ValueError, match="even number of features, got 5"):
+        FinalStatePooling(bidirectional=True)(np.zeros((1, 2, 5), "float32"))
+    with pytest.raises(ValueError, match="`bidirectional` must be True or False, got 'yes'"):
+        FinalStatePooling(bidirectional="yes")
+
+
+def test_final_state_pooling_passes_shared_layer_checks(tmp_path):
+    check_layer(LayerCase(make=lambda **kw: FinalStatePooling(**kw), features=4), tmp_path)

@@ -204,7 +204,6 @@ def _assembled_seq2seq(decoder: dict[str, Any], walk: graph_shapes.Walk, task: A
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
-    from builder_ui.builders.graph_decoder import DecoderBlock
     from keras_seq.models import AssembledSeq2Seq
 
     ports = decoder["inputs"]
@@ -213,7 +212,9 @@ def _assembled_seq2seq(decoder: dict[str, Any], walk: graph_shapes.Walk, task: A
         outputs["state"] = walk.tensors[ports["state"]]
     encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
     targets = {"target_vocab_size": task.targets.vocab_size, "target_length": task.targets.length}
-    block = DecoderBlock(**targets, **decoder.get("params", {}))
+    # The block's layer class through the catalog, which imports it (and Keras) when asked.
+    block_class = graph_blocks.block(graph_blocks.DECODER).layer_class()
+    block = block_class(**targets, **decoder.get("params", {}))
     arguments = block.model_arguments()
     if arguments["attention"] is None:  # the fixed vector: the memory is not read
         del outputs["memory"]

@@ -7,7 +7,10 @@ counts drawn so that some graphs fit and some do not, then a pooling and the
 Output. A graph the report accepts is built by the builder and takes one
 `train_on_batch` step with a finite loss; a graph it refuses is built again
 by hand, straight from the Keras and keras_seq classes without the builder's
-walk, and must fail there too.
+walk, and must fail there too. Translating graphs are drawn the same way: a
+random encoder and one `RecurrentDecoder` block whose widths, attention and
+state port may not fit it; a refused one must fail as an `AssembledSeq2Seq` over
+an encoder made by hand.
 """
 
 from __future__ import annotations
@@ -166,4 +169,89 @@ def test_a_random_graph_trains_if_accepted_and_fails_by_hand_if_refused(seed):
 
 def test_the_random_graphs_include_both_accepted_and_refused_ones():
     outcomes = {not graph_report(document(*draw_graph(seed))).errors for seed in SEEDS}
+    assert outcomes == {True, False}
+
+
+# Translating graphs: a random encoder and one RecurrentDecoder block ---------------------------
+
+TRANSLATION_SEEDS = range(12)
+TRANSLATION = {"type": "toy_translation", "n": 60, "min_len": 4, "max_len": 5}
+ATTENTIONS = (None, "bahdanau", "luong_dot", "luong_general", "luong_concat")
+
+
+def draw_translating_graph(seed: int) -> list[dict]:
+    """Source ids through an encoder drawn at random to a decoder whose widths may not fit it.
+
+    The state port is left open now and then (only an attention decoder can do without it),
+    and the decoder's units are drawn so that the state's width and `luong_dot`'s memory
+    width sometimes differ from them.
+    """
+    draw = Draw(1000 + seed)
+    rng = draw.rng
+    x = draw.add("Input")
+    if rng.random() < 0.3:
+        x = draw.add("ReverseWithinLength", x)
+    x = draw.add("Embedding", x, output_dim=rng.choice(WIDTHS), mask_zero=True)
+    widths = []
+    for _ in range(rng.randint(1, 2)):
+        width = rng.choice(WIDTHS)
+        params = {"units": width, "return_sequences": True}
+        if rng.random() < 0.4:
+            params["bidirectional"] = True
+            width *= 2
+        x = draw.add(rng.choice(RECURRENT), x, **params)
+        widths.append(width)
+    ports = {"memory": x}
+    if rng.random() < 0.7:
+        both = rng.random() < 0.5
+        ports["state"] = draw.add("FinalStatePooling", x, bidirectional=both)
+    units = rng.choice((widths[-1], widths[-1], *WIDTHS))
+    decoder = {"cell": rng.choice(("simple", "gru", "lstm")), "units": units}
+    decoder.update(attention=rng.choice(ATTENTIONS), embedding_dim=rng.choice(WIDTHS))
+    decoder_id = draw.add("RecurrentDecoder", ports, **decoder)
+    draw.add("Output", decoder_id)
+    return draw.nodes
+
+
+def build_translator_by_hand(nodes, task):
+    """`AssembledSeq2Seq` over an encoder made straight from the layer classes, then called."""
+    from keras_seq.models import AssembledSeq2Seq
+
+    *encoder_nodes, decoder, _ = nodes
+    tensors = build_by_hand(encoder_nodes, task)
+    ports = decoder["inputs"]
+    outputs = {port: tensors[source] for port, source in ports.items()}
+    if decoder["params"]["attention"] is None:
+        outputs.pop("memory")
+    encoder = keras.Model(tensors[encoder_nodes[0]["id"]], outputs)
+    model = AssembledSeq2Seq(
+        task.inputs.vocab_size, task.targets.vocab_size, encoder, **decoder["params"]
+    )
+    model({"source": task.x_train[:2], "target": task.y_train[:2]})
+
+
+@pytest.mark.parametrize("seed", TRANSLATION_SEEDS)
+def test_a_random_translating_graph_trains_if_accepted_and_fails_by_hand_if_refused(seed):
+    nodes = draw_translating_graph(seed)
+    report = graph_report(document(TRANSLATION, nodes))
+    assert "spec" not in report.errors, report.errors
+    if not report.errors:
+        prepared = prepare(document(TRANSLATION, nodes))
+        model = prepared.build()
+        x, y, _, _ = prepared.builder.fit_data(prepared.spec.model, prepared.task)
+        loss = model.train_on_batch({key: value[:8] for key, value in x.items()}, y[:8])
+        loss = loss[0] if isinstance(loss, list) else loss
+        assert math.isfinite(float(loss))
+        assert report.params == model.count_params()
+        return
+    task = load_task(load_spec(document(TRANSLATION, nodes)))
+    with pytest.raises(Exception):  # noqa: B017 - whatever the layer raises, as long as it refuses
+        build_translator_by_hand(nodes, task)
+
+
+def test_the_random_translating_graphs_include_both_accepted_and_refused_ones():
+    outcomes = {
+        not graph_report(document(TRANSLATION, draw_translating_graph(seed))).errors
+        for seed in TRANSLATION_SEEDS
+    }
     assert outcomes == {True, False}

@@ -610,11 +610,33 @@
     }
   }
 
+  // The panel is rebuilt only when what it shows changes (the selected block, its params, its
+  // error), so a report that arrives while someone types in a field leaves the field alone; when
+  // it is rebuilt, the focused field keeps what was typed in it and where the caret was.
   function drawPanel() {
+    const node = nodeById(state.selected);
+    const errors = state.report.errors || {};
+    const key = JSON.stringify([
+      state.selected,
+      node ? node.layer : null,
+      node ? node.params || {} : null,
+      node ? errors[node.id] || null : errors.spec || null,
+      (state.catalog || []).length,
+    ]);
+    if (key === state.panelKey && panel.childNodes.length) return;
+    const sameNode = state.panelNode === state.selected;
+    state.panelKey = key;
+    state.panelNode = state.selected;
     const active = document.activeElement;
     const keepField = active && panel.contains(active) ? active.id : null;
+    const typed = keepField && sameNode && "value" in active ? active.value : null;
+    let caret = null;
+    try {
+      caret = typed !== null ? [active.selectionStart, active.selectionEnd] : null;
+    } catch (error) {
+      caret = null; // a number field has no caret to read
+    }
     panel.textContent = "";
-    const node = nodeById(state.selected);
     if (!node) {
       const specError = (state.report.errors || {}).spec;
       panel.append(el("p", { class: "ksg-help" }, "Select a block to edit its parameters."));
@@ -632,7 +654,15 @@
     panel.append(fields);
     if (keepField) {
       const again = panel.querySelector(`#${CSS.escape(keepField)}`);
-      if (again) again.focus();
+      if (again) {
+        if (typed !== null && again.tagName === "INPUT" && again.type !== "checkbox") again.value = typed;
+        again.focus();
+        try {
+          if (caret && caret[0] !== null) again.setSelectionRange(caret[0], caret[1]);
+        } catch (error) {
+          // a number field has no caret to set
+        }
+      }
     }
   }
 

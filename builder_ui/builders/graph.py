@@ -168,23 +168,27 @@ class GraphBuilder(ModelBuilder):
 
     def fit_data(self, params, task):
         if _translates(task):
-            return Seq2SeqBuilder().fit_data(params, task)
+            return _SEQ2SEQ.fit_data(params, task)
         return super().fit_data(params, task)
 
     def compile_args(self, params, task):
         if _translates(task):
-            return Seq2SeqBuilder().compile_args(params, task)
+            return _SEQ2SEQ.compile_args(params, task)
         return super().compile_args(params, task)
 
     def monitor_metric(self, params, task):
         if _translates(task):
-            return Seq2SeqBuilder().monitor_metric(params, task)
+            return _SEQ2SEQ.monitor_metric(params, task)
         return super().monitor_metric(params, task)
 
     def evaluate(self, model, params, prepared):
         if _translates(prepared.task):
-            return Seq2SeqBuilder().evaluate(model, params, prepared)
+            return _SEQ2SEQ.evaluate(model, params, prepared)
         return super().evaluate(model, params, prepared)
+
+
+# What a translating graph shares with every seq2seq: its data, loss, metric and scoring.
+_SEQ2SEQ = Seq2SeqBuilder()
 
 
 def _translates(task: Any) -> bool:
@@ -206,19 +210,15 @@ def _assembled_seq2seq(decoder: dict[str, Any], walk: graph_shapes.Walk, task: A
 
     from keras_seq.models import AssembledSeq2Seq
 
-    ports = decoder["inputs"]
-    outputs = {"memory": walk.tensors[ports["memory"]]}
-    if "state" in ports:
-        outputs["state"] = walk.tensors[ports["state"]]
-    encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
     targets = {"target_vocab_size": task.targets.vocab_size, "target_length": task.targets.length}
     # The block's layer class through the catalog, which imports it (and Keras) when asked.
     block_class = graph_blocks.block(graph_blocks.DECODER).layer_class()
-    block = block_class(**targets, **decoder.get("params", {}))
-    arguments = block.model_arguments()
+    arguments = block_class(**targets, **decoder.get("params", {})).model_arguments()
+    ports = dict(decoder["inputs"])
     if arguments["attention"] is None:  # the fixed vector: the memory is not read
-        del outputs["memory"]
-        encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
+        ports.pop("memory")
+    outputs = {port: walk.tensors[source] for port, source in ports.items()}
+    encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
     return AssembledSeq2Seq(
         task.inputs.vocab_size, task.targets.vocab_size, encoder, name="graph", **arguments
     )

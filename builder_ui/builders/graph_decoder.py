@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import keras
 
+from keras_seq import validation
 from keras_seq.layers import RecurrentDecoder
 
 
@@ -69,9 +70,7 @@ class DecoderBlock(keras.layers.Layer):
         self.target_vocab_size = int(target_vocab_size)
         self.target_length = int(target_length)
         self.embedding_dim = int(embedding_dim)
-        if not 0 <= float(dropout) < 1:
-            raise ValueError(f"Argument `dropout` must be in [0, 1), got {dropout!r}.")
-        self.dropout = float(dropout)
+        self.dropout = validation.rate("dropout", dropout)
         self.decoder = RecurrentDecoder(
             units,
             cell=cell,

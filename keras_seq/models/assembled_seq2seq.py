@@ -179,12 +179,6 @@ class AssembledSeq2Seq(RNNSeq2Seq):
                 "each decoder layer's h_0",
                 tuple(state.shape),
             )
-        if self.attention_units is not None and self.attention not in ("bahdanau", "luong_concat"):
-            raise validation.invalid(
-                "attention_units",
-                "None unless `attention` is 'bahdanau' or 'luong_concat'",
-                self.attention_units,
-            )
         validation.parameter_budget("target_embedding", self.target_vocab_size * self.embedding_dim)
 
     def _embedding(self, role, vocab):

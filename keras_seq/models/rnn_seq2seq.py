@@ -156,6 +156,12 @@ class RNNSeq2Seq(Seq2Seq):
             attention_units = validation.positive_int(
                 "attention_units", attention_units, validation.MAX_UNITS
             )
+            if self.attention not in ("bahdanau", "luong_concat"):
+                raise validation.invalid(
+                    "attention_units",
+                    "None unless `attention` is 'bahdanau' or 'luong_concat'",
+                    attention_units,
+                )
         self.attention_units = attention_units
         self.input_feeding = check_input_feeding(input_feeding, self.attention)
         self.embedding_dim = validation.positive_int(
@@ -182,12 +188,6 @@ class RNNSeq2Seq(Seq2Seq):
                 "an even number with bidirectional=True (each direction has units // 2, so "
                 "that the two together match the decoder)",
                 self.units,
-            )
-        if self.attention_units is not None and self.attention not in ("bahdanau", "luong_concat"):
-            raise validation.invalid(
-                "attention_units",
-                "None unless `attention` is 'bahdanau' or 'luong_concat'",
-                self.attention_units,
             )
         self._check_budgets(self.units)
         validation.parameter_budget(

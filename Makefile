@@ -1,7 +1,7 @@
 # Developer entry points for keras_seq.
 #
 #   make venv                      create .venv and install the project with its dev extras
-#   make test                      lint, format check, docs build, full test suite (TensorFlow), layers under JAX
+#   make test                      lint, format check, docs build, full test suite (TensorFlow), layers under JAX and PyTorch
 #   make test-under-load           the same with a busy loop on every core
 #   make app ARGS="--port 7871"    start the Gradio builder app (options go to `keras-seq ui`)
 #   make docs                      build the documentation site into site/ (warnings are errors)
@@ -57,18 +57,20 @@ app: $(STAMP) ## Start the builder app; pass options with ARGS="--port 7871".
 docs: $(STAMP) ## Build the documentation site into site/ (warnings are errors).
 	$(BIN)/mkdocs build --strict --site-dir site
 
-test: $(STAMP) browser ## Lint, format check, docs build, all tests (TensorFlow), layer tests under JAX.
+test: $(STAMP) browser ## Lint, format check, docs build, all tests (TensorFlow), layer tests under JAX and PyTorch.
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(MAKE) --no-print-directory docs
 	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
 	KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
+	KERAS_BACKEND=torch $(PYTEST) -m backend_agnostic
 
 # Each test's time, per backend, into tests/durations.json: the order in which the files are
 # handed to the workers (tests/conftest.py). Rerun after adding or changing long tests.
 durations: $(STAMP) browser ## Measure every test's time into tests/durations.json (the test order).
 	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
 	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
+	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=torch $(PYTEST) -m backend_agnostic
 
 # No test may depend on the machine's speed: the same suite with every core kept busy.
 test-under-load: $(STAMP) browser ## make test with a busy loop on every core.

@@ -10,11 +10,11 @@ Example:
 >>> lstm = layers.CECLSTM(16)  # the 1997 LSTM: no forget gate
 """
 
-# Importing every subpackage registers every class (layers, models, the loss, the metric),
-# so that `import keras_seq` is all a user needs before
+# Importing every subpackage registers every class (layers, models, the losses, the metric,
+# the learning-rate schedule), so that `import keras_seq` is all a user needs before
 # `keras.saving.load_model(..., safe_mode=True)`, and makes `keras_seq.metrics` and the
 # rest attributes of the package.
-from keras_seq import diagnostics, layers, losses, metrics, models, tasks, testing
+from keras_seq import diagnostics, layers, losses, metrics, models, schedules, tasks, testing
 
 __version__ = "0.1.0.dev0"
 
@@ -25,6 +25,7 @@ __all__ = [
     "losses",
     "metrics",
     "models",
+    "schedules",
     "tasks",
     "testing",
 ]

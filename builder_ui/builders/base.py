@@ -90,6 +90,14 @@ class ModelBuilder:
             return {"loss": "mean_squared_error", "metrics": ["mean_absolute_error"]}
         return {"loss": "sparse_categorical_crossentropy", "metrics": ["accuracy"]}
 
+    def model_width(self, params: ModelParams) -> int | None:
+        """The model's width `d_model`, for `train.schedule: inverse_sqrt`; None if it has none.
+
+        A Transformer's is its `embedding_dim`. The default, None, makes the
+        schedule's `d_model` a required field for this model type.
+        """
+        return None
+
     def monitor_metric(self, params: ModelParams, task: Any) -> str:
         """The main validation metric: `val_accuracy` for classes and pointers, else `val_loss`."""
         if task.targets.kind in ("classification", "pointer"):

@@ -416,6 +416,7 @@ def _rnn_nodes(model: Any, tokens: bool) -> list[dict[str, Any]]:
         params["return_sequences"] = index < encoder.num_layers - 1
         if encoder.cell == "cec_lstm":
             params.update(forget_gate=bool(encoder.forget_gate), peephole=bool(encoder.peephole))
+            params.update(sequence.cec_arguments(encoder))
         node_id = f"{encoder.cell}_{index}"
         if encoder.bidirectional:
             params["bidirectional"] = True

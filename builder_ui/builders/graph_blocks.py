@@ -215,6 +215,17 @@ _BUILTIN: tuple[Block, ...] = (
         _group("Recurrent"),
         "The 1997 LSTM's constant error carousel; forget gate, peepholes, truncation as options.",
         _seq("CECLSTM"),
+        choices={
+            "unit_forget_bias": (None, True, False),
+            "implementation": (1, 2),
+            "use_cudnn": ("auto", False),
+        },
+        # Default None: the 1997 values (−3, 1, −2) unless Keras's bias arguments are given.
+        kinds={
+            "input_gate_bias": "float",
+            "forget_gate_bias": "float",
+            "output_gate_bias": "float",
+        },
         **_RECURRENT,
     ),
     Block(

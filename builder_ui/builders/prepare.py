@@ -1,14 +1,22 @@
 """`prepare(spec)`: a spec made trainable, every check done before anything trains.
 
     spec ─▶ load_spec ─▶ check_kinds ─▶ load_task ─▶ kinds on the data ─▶ builder.check
-         ─▶ early-stopping metric ─▶ Prepared(data splits, build(), monitor, evaluate())
+         ─▶ schedule and label smoothing on the data ─▶ early-stopping metric
+         ─▶ Prepared(data splits, build(), monitor, evaluate())
 
 `Prepared.build()` seeds and compiles the model; `Prepared.evaluate(model)`
 gives the final metrics of the model's type (loss and accuracy, BLEU, ...).
+
+The training recipe of `spec.train` is applied in `build()`, the one place
+every model type is compiled: the optimiser with the learning rate or the
+schedule of `train.schedule` (`make_learning_rate`: the schedule's steps are
+counted from the data, `train.epochs` × `steps_per_epoch`), and the builder's
+loss with `train.label_smoothing` (`keras_seq.losses.with_label_smoothing`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -53,15 +61,30 @@ class Prepared:
         policy, when those are wanted. The optimiser, learning rate and
         clipnorm come from `spec.train`.
         """
-        import keras  # not at module level: validating a spec must not load Keras
+        # Not at module level: validating a spec must not load Keras.
+        import keras
+
+        from keras_seq.losses import with_label_smoothing
 
         keras.utils.set_random_seed(self.spec.train.seed)
         model = self.builder.build(self.spec.model, self.task)
-        model.compile(
-            optimizer=make_optimizer(self.spec.train),
-            **self.builder.compile_args(self.spec.model, self.task),
-        )
+        args = self.builder.compile_args(self.spec.model, self.task)
+        args["loss"] = with_label_smoothing(args["loss"], self.spec.train.label_smoothing)
+        model.compile(optimizer=make_optimizer(self.spec.train, self.learning_rate()), **args)
         return model
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Updates per epoch: the training examples over `train.batch_size`, rounded up."""
+        return steps_per_epoch(self.x_train, self.spec.train.batch_size)
+
+    def learning_rate(self) -> Any:
+        """`train.learning_rate`, or the Keras schedule of `train.schedule` for this data."""
+        return make_learning_rate(
+            self.spec.train,
+            steps_per_epoch=self.steps_per_epoch,
+            model_width=self.builder.model_width(self.spec.model),
+        )
 
     def evaluate(
         self, model: Any, *, validation_logs: dict[str, Any] | None = None
@@ -108,8 +131,14 @@ class Prepared:
         return int(self.task.num_val)
 
 
-def make_optimizer(train: TrainSpec) -> Any:
-    """The Keras optimiser that `train` names, with its learning rate and clipnorm."""
+def make_optimizer(train: TrainSpec, learning_rate: Any = None) -> Any:
+    """The Keras optimiser that `train` names, with its clipnorm.
+
+    Args:
+        train: The spec's `train` section.
+        learning_rate: A number or a Keras `LearningRateSchedule`
+            (`make_learning_rate`); default `train.learning_rate`.
+    """
     import keras  # not at module level: validating a spec must not load Keras
 
     classes = {
@@ -118,7 +147,130 @@ def make_optimizer(train: TrainSpec) -> Any:
         "rmsprop": keras.optimizers.RMSprop,
         "adamw": keras.optimizers.AdamW,
     }
-    return classes[train.optimizer](learning_rate=train.learning_rate, clipnorm=train.clipnorm)
+    if learning_rate is None:
+        learning_rate = train.learning_rate
+    return classes[train.optimizer](learning_rate=learning_rate, clipnorm=train.clipnorm)
+
+
+def steps_per_epoch(x_train: Any, batch_size: int) -> int:
+    """The updates of one epoch over `x_train` (an array, or a dict or list of arrays)."""
+    if isinstance(x_train, dict):
+        x_train = next(iter(x_train.values()))
+    elif isinstance(x_train, (list, tuple)):
+        x_train = x_train[0]
+    return max(1, math.ceil(len(x_train) / batch_size))
+
+
+def make_learning_rate(
+    train: TrainSpec, *, steps_per_epoch: int | None = None, model_width: int | None = None
+) -> Any:
+    """`train.learning_rate` (schedule `constant`), or the Keras schedule `train.schedule` names.
+
+    Steps are the optimiser's updates, counted from 0 (`optimizer.iterations`);
+    the run has `S = train.epochs × steps_per_epoch` of them, and epoch `e`
+    (from 1) holds updates `(e − 1)·spe` to `e·spe − 1`:
+
+    - `cosine`: Keras' `CosineDecay`, with `w = warmup_steps`:
+      `CosineDecay(0, S − w, alpha, warmup_target=learning_rate, warmup_steps=w)`
+      (without warm-up, `CosineDecay(learning_rate, S, alpha)`).
+    - `step` with `every_epochs: k`: `ExponentialDecay(learning_rate, k·spe,
+      factor, staircase=True)`, so the first update of epoch `k + 1` has the
+      rate times `factor`; with `boundaries: [b1, b2, ...]`:
+      `PiecewiseConstantDecay([b1·spe − 1, ...], [lr, lr·factor, ...])`
+      (Keras keeps `values[i]` up to and including boundary `i`).
+    - `inverse_sqrt`: `keras_seq.schedules.InverseSqrtWarmup(d_model,
+      warmup_steps, scale)`, `d_model` the schedule's or else `model_width`.
+
+    Args:
+        train: The spec's `train` section.
+        steps_per_epoch: Updates per epoch (needed by `cosine` and `step`).
+        model_width: The model's `d_model` (`ModelBuilder.model_width`), for
+            `inverse_sqrt` without its own `d_model`.
+
+    Raises:
+        ValueError: a schedule that needs `steps_per_epoch` or a width
+            without it (`prepare` refuses such specs first, by field).
+    """
+    schedule = train.schedule
+    rate = train.learning_rate
+    if schedule.type == "constant":
+        return rate
+    # Not at module level: validating a spec must not load Keras.
+    import keras
+
+    from keras_seq.schedules import InverseSqrtWarmup
+
+    if schedule.type == "inverse_sqrt":
+        d_model = schedule.d_model or model_width
+        if d_model is None:
+            raise ValueError("train.schedule.d_model: required for a model without a width")
+        return InverseSqrtWarmup(d_model, schedule.warmup_steps, schedule.scale)
+    if steps_per_epoch is None:
+        raise ValueError(f"schedule {schedule.type!r} needs `steps_per_epoch`, got None")
+    schedules = keras.optimizers.schedules
+    if schedule.type == "cosine":
+        total, warmup = train.epochs * steps_per_epoch, schedule.warmup_steps
+        if warmup:
+            return schedules.CosineDecay(
+                0.0, total - warmup, schedule.alpha, warmup_target=rate, warmup_steps=warmup
+            )
+        return schedules.CosineDecay(rate, total, schedule.alpha)
+    if schedule.every_epochs is not None:
+        return schedules.ExponentialDecay(
+            rate, schedule.every_epochs * steps_per_epoch, schedule.factor, staircase=True
+        )
+    boundaries = [epoch * steps_per_epoch - 1 for epoch in schedule.boundaries]
+    values = [rate * schedule.factor**i for i in range(len(boundaries) + 1)]
+    return schedules.PiecewiseConstantDecay(boundaries, values)
+
+
+def _recipe_problems(
+    spec: ExperimentSpec, builder: ModelBuilder, task: Any, steps: int
+) -> list[tuple[str, str]]:
+    """What in `train.schedule` and `train.label_smoothing` does not fit this model and data."""
+    train, problems = spec.train, []
+    schedule = train.schedule
+    total = train.epochs * steps
+    warmup = getattr(schedule, "warmup_steps", 0)
+    if warmup and warmup >= total:
+        problems.append(
+            (
+                "train.schedule.warmup_steps",
+                f"expected fewer than the run's {total} updates (train.epochs={train.epochs} × "
+                f"{steps} per epoch, {task.num_train} examples in batches of "
+                f"{train.batch_size}), so that the warm-up ends before training does; got "
+                f"{warmup}",
+            )
+        )
+    if schedule.type == "inverse_sqrt" and schedule.d_model is None:
+        if builder.model_width(spec.model) is None:
+            problems.append(
+                (
+                    "train.schedule.d_model",
+                    f"required: model type {spec.model.type!r} (as configured) has no Transformer "
+                    "width to take it from; give the d_model the formula should use",
+                )
+            )
+    if train.label_smoothing:
+        kind = task.targets.kind
+        if kind not in ("classification", "sequence"):
+            problems.append(
+                (
+                    "train.label_smoothing",
+                    f"only for class or token targets (a one-hot target to smooth); task "
+                    f"{task.name!r} has {kind} targets, so expected 0, got {train.label_smoothing}",
+                )
+            )
+        else:
+            # Not at module level: validating a spec must not load Keras (the data loaded it).
+            from keras_seq.losses import with_label_smoothing
+
+            loss = builder.compile_args(spec.model, task).get("loss")
+            try:
+                with_label_smoothing(loss, train.label_smoothing)
+            except ValueError as error:
+                problems.append(("train.label_smoothing", str(error)))
+    return problems
 
 
 def _validation_metrics(logs: dict[str, Any] | None) -> dict[str, float] | None:
@@ -151,7 +303,9 @@ def prepare(spec: ExperimentSpec | Any) -> Prepared:
     Order: the spec's fields (`load_spec` if given a path, text or dict), the
     model's input and target kinds against the task's, the task's data, the
     builder's own checks on that data (sizes, divisibility, ...), and the
-    early-stopping metric. Nothing is built or trained here.
+    early-stopping metric, and the schedule and label smoothing against the
+    model and the data (a warm-up longer than the run, a width to take, a
+    target to smooth). Nothing is built or trained here.
 
     Args:
         spec: An `ExperimentSpec`, or anything `load_spec` reads.
@@ -174,6 +328,11 @@ def prepare(spec: ExperimentSpec | Any) -> Prepared:
     if problems:
         raise SpecError(problems)
     x_train, y_train, x_val, y_val = builder.fit_data(spec.model, task)
+    problems = _recipe_problems(
+        spec, builder, task, steps_per_epoch(x_train, spec.train.batch_size)
+    )
+    if problems:
+        raise SpecError(problems)
     monitor = builder.monitor_metric(spec.model, task)
     stopping = spec.train.early_stopping
     if stopping is not None and stopping.monitor is not None:

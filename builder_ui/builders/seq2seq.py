@@ -203,6 +203,10 @@ class Seq2SeqBuilder(ModelBuilder):
             return _rnn_parts(params, task)
         return _transformer_parts(params, task)
 
+    def model_width(self, params):
+        architecture = params.architecture
+        return architecture.embedding_dim if architecture.type == "transformer" else None
+
     def fit_data(self, params, task):
         return (
             {"source": task.x_train, "target": task.y_train},

@@ -46,6 +46,21 @@ Layers = Annotated[int, Field(ge=1, le=MAX_LAYERS)]
 Rate = Annotated[float, Field(ge=0, lt=1, description="Dropout rate, in [0, 1).")]
 
 CELL_LAYERS = {"simple": "SimpleRNN", "gru": "GRU", "lstm": "LSTM", "cec_lstm": "CECLSTM"}
+# The `cec_lstm` cell's own options, passed to `keras_seq.layers.CECLSTM` when given.
+CEC_OPTIONS = (
+    "forget_gate",
+    "peephole",
+    "truncated_gradients",
+    "input_gate_bias",
+    "forget_gate_bias",
+    "output_gate_bias",
+    "cell_activation",
+    "output_activation",
+    "gate_activation",
+)
+# A gate bias far past ±20 saturates σ in float32 (σ(20) = 1 − 2e-9): no use, so refused.
+GateBias = Annotated[float, Field(ge=-20, le=20, allow_inf_nan=False)]
+Activation = Literal["tanh", "sigmoid", "hard_sigmoid", "relu", "linear", "softsign", "elu"]
 # Weight blocks per recurrent layer: one for a simple RNN, three gates for a GRU, four for an LSTM.
 _GATES = {"simple": 1, "gru": 3, "lstm": 4, "cec_lstm": 4}
 
@@ -61,6 +76,14 @@ class RNNEncoder(StrictModel):
         dropout: Dropout of each layer's inputs.
         forget_gate: `cec_lstm` only: add the forget gate of Gers et al. 2000.
         peephole: `cec_lstm` only: gates see the cell state (Gers & Schmidhuber 2000).
+        truncated_gradients: `cec_lstm` only: the 1997 learning rule (error reaches
+            earlier steps only through the carousel).
+        input_gate_bias: `cec_lstm` only: initial input-gate bias (default −3.0, as in 1997).
+        forget_gate_bias: `cec_lstm` only: initial forget-gate bias (default 1.0).
+        output_gate_bias: `cec_lstm` only: initial output-gate bias (default −2.0).
+        cell_activation: `cec_lstm` only: g, squashing the cell input (default tanh).
+        output_activation: `cec_lstm` only: h, squashing the cell state (default tanh).
+        gate_activation: `cec_lstm` only: the gates' σ (default sigmoid).
     """
 
     type: Literal["rnn"] = "rnn"
@@ -71,16 +94,34 @@ class RNNEncoder(StrictModel):
     dropout: Rate = 0.0
     forget_gate: bool | None = None
     peephole: bool | None = None
+    truncated_gradients: bool | None = None
+    input_gate_bias: GateBias | None = None
+    forget_gate_bias: GateBias | None = None
+    output_gate_bias: GateBias | None = None
+    cell_activation: Activation | None = None
+    output_activation: Activation | None = None
+    gate_activation: Activation | None = None
 
     @model_validator(mode="after")
     def _cec_options(self) -> RNNEncoder:
-        for option in ("forget_gate", "peephole"):
+        for option in CEC_OPTIONS:
             if getattr(self, option) is not None and self.cell != "cec_lstm":
                 raise ValueError(
-                    f"{option}: only for cell 'cec_lstm' (keras.layers.LSTM always has a "
-                    f"forget gate and no peepholes), got cell {self.cell!r}"
+                    f"{option}: only for cell 'cec_lstm' (keras_seq.layers.CECLSTM; the "
+                    f"other cells have no such option), got cell {self.cell!r}"
                 )
+        if self.forget_gate_bias is not None and not self.forget_gate:
+            raise ValueError(
+                f"forget_gate_bias: the cell has no forget gate (forget_gate is "
+                f"{self.forget_gate!r}); set forget_gate: true, got {self.forget_gate_bias!r}"
+            )
         return self
+
+
+def cec_arguments(encoder: RNNEncoder) -> dict[str, object]:
+    """The `cec_lstm` options the spec gives, as `CECLSTM` keyword arguments."""
+    given = {key: getattr(encoder, key) for key in CEC_OPTIONS}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 class TransformerEncoder(StrictModel):
@@ -162,6 +203,10 @@ DEFAULT_EMBEDDING_DIM = 16
 
 class _SequenceBuilder(ModelBuilder):
     input_kinds = ("tokens", "numeric")
+
+    def model_width(self, params):
+        encoder = params.encoder
+        return encoder.embedding_dim if encoder.type == "transformer" else None
 
     def check(self, params, task):
         problems = []
@@ -318,13 +363,7 @@ def _rnn_encoder(params, inputs, sequence):
         options = {"return_sequences": not last, "dropout": encoder.dropout}
         name = f"{encoder.cell}_{index}"
         if encoder.cell == "cec_lstm":
-            layer = CECLSTM(
-                encoder.units,
-                forget_gate=bool(encoder.forget_gate),
-                peephole=bool(encoder.peephole),
-                name=name,
-                **options,
-            )
+            layer = CECLSTM(encoder.units, name=name, **cec_arguments(encoder), **options)
         else:
             layer_cls = getattr(keras.layers, CELL_LAYERS[encoder.cell])
             layer = layer_cls(encoder.units, name=name, **options)

@@ -64,6 +64,9 @@ class VisionTransformer(ModelBuilder):
     target_kinds = ("classification",)
     description = "Vision Transformer (Dosovitskiy et al. 2020): patches, class token, encoder."
 
+    def model_width(self, params):
+        return params.embedding_dim
+
     def check(self, params, task):
         height, width = task.inputs.height, task.inputs.width
         if height % params.patch_size or width % params.patch_size:

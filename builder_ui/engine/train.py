@@ -24,7 +24,10 @@ exact match for seq2seq, pointer accuracy for pointer networks).
    and if none fits the backup is moved aside (`backup.bad-*`, never deleted)
    and training restarts at epoch 1;
 2. a recorder that writes each finished epoch to the store (after its
-   checkpoint, so that every recorded epoch can be resumed from);
+   checkpoint, so that every recorded epoch can be resumed from); with a
+   `train.schedule` other than `constant`, each epoch's row also holds
+   `learning_rate`, the rate of the epoch's last update (the schedule at
+   `optimizer.iterations − 1`), so that the charts draw the schedule;
 3. `keras.callbacks.TerminateOnNaN` (a subclass that notes the batch): a
    non-finite loss stops training (after that batch; at the end of its epoch
    when Keras runs the check off the training thread, on JAX or PyTorch) and
@@ -108,16 +111,19 @@ def _make_callbacks_classes():
         """Writes each finished epoch to the store; remembers the last one's logs.
 
         Epoch-level only: a callback with batch hooks makes Keras call it after
-        every step on the training thread (no asynchronous dispatch).
+        every step on the training thread (no asynchronous dispatch). Given the
+        optimiser's `schedule` (a `LearningRateSchedule`), it records the rate
+        of each epoch's last update as `learning_rate`.
         """
 
-        def __init__(self, store, run_id, cancel, nan_stop, interrupt=None):
+        def __init__(self, store, run_id, cancel, nan_stop, interrupt=None, schedule=None):
             super().__init__()
             self.store = store
             self.run_id = run_id
             self.cancel = cancel
             self.interrupt = interrupt
             self.nan_stop = nan_stop
+            self.schedule = schedule
             self.cancelled = False
             self.interrupted = False
             self.epochs_trained = 0
@@ -144,6 +150,10 @@ def _make_callbacks_classes():
             logs = dict(logs or {})
             if self.nan_stop.diverged_at is None and not _is_finite(logs.get("loss", 0.0)):
                 self.nan_stop.diverged_at = (epoch + 1, 0)
+            if self.schedule is not None:
+                # `iterations` counts the updates applied; the last one used schedule(n − 1).
+                last = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1
+                logs["learning_rate"] = float(keras.ops.convert_to_numpy(self.schedule(last)))
             seconds = time.perf_counter() - self.epoch_start
             self.store.append_epoch(self.run_id, epoch + 1, logs, seconds=seconds)
             self.epochs_trained += 1
@@ -563,7 +573,13 @@ def run(
         backend = keras.backend.backend()
         try:
             spec = load_spec(spec)
-            if existing is not None and spec_given and spec.to_dict() != existing.spec:
+            # The stored spec read again, so fields added since it was stored (with their
+            # defaults) do not count as a difference.
+            if (
+                existing is not None
+                and spec_given
+                and spec.to_dict() != load_spec(existing.spec).to_dict()
+            ):
                 raise SpecError(
                     f"the spec given differs from the one stored with run {run_id!r}; "
                     "pass spec=None to use the stored one"
@@ -624,6 +640,9 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
         # so the caller's is put back at the end).
         keras.backend.clear_session(free_memory=False)
         devices.seed_everything(train.seed)
+        learning_rate = prepared.learning_rate()  # the optimiser's: a number or a schedule
+        if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+            recorder.schedule = learning_rate
         with devices.dtype_policy(precision):
             with devices.strategy_scope(strategy):
                 model = prepared.build()
@@ -632,7 +651,7 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
             store.update(run_id, params=int(model.count_params()))
 
             num_train = _num_examples(prepared.x_train)
-            steps = max(1, math.ceil(num_train / train.batch_size))
+            steps = prepared.steps_per_epoch
             record = store.get(run_id)
             for callback in progress:
                 callback.on_run_start(record, train.epochs, steps)

@@ -97,6 +97,110 @@ class EarlyStoppingSpec(StrictModel):
     min_delta: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
 
 
+MAX_STEPS = 10**9  # far past any training run; bounds the step counts of a schedule
+
+
+class ConstantSchedule(StrictModel):
+    """The learning rate stays `train.learning_rate` for the whole run (no schedule)."""
+
+    type: Literal["constant"] = "constant"
+
+
+class CosineSchedule(StrictModel):
+    """A linear warm-up, then a cosine decay over the rest of the run (Loshchilov & Hutter 2017).
+
+        lr(s) = learning_rate · s / w                                          for s < w
+        lr(s) = learning_rate · (α + (1 − α) · ½ (1 + cos(π · (s − w) / (S − w))))  after
+
+    with `s` the update (from 0), `w = warmup_steps` and `S` the run's steps:
+    `train.epochs` × the steps per epoch (the training examples over
+    `train.batch_size`, rounded up), counted once the data is made. Keras'
+    `CosineDecay`; `warmup_steps` must be fewer than `S`.
+
+    Args:
+        warmup_steps: Updates of linear warm-up from 0 to `learning_rate`
+            (0: none, the decay starts at `learning_rate`).
+        alpha: The final learning rate, as a fraction of `learning_rate`.
+    """
+
+    type: Literal["cosine"] = "cosine"
+    warmup_steps: Annotated[int, Field(ge=0, le=MAX_STEPS)] = 0
+    alpha: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+
+
+class StepSchedule(StrictModel):
+    """The learning rate times `factor` at set epochs: `lr = learning_rate · factor^n`.
+
+    `n` is the number of decay points passed: one after every `every_epochs`
+    epochs, or one after each epoch listed in `boundaries`. Give one of the
+    two; each point must come before the last epoch (`train.epochs`).
+
+    Args:
+        every_epochs: Decay after every this many epochs (Keras'
+            `ExponentialDecay` with `staircase=True`).
+        boundaries: Decay after each of these epochs, increasing (Keras'
+            `PiecewiseConstantDecay`), e.g. `[30, 60]`.
+        factor: What each decay multiplies the learning rate by.
+    """
+
+    type: Literal["step"] = "step"
+    every_epochs: Annotated[int, Field(ge=1, le=MAX_EPOCHS)] | None = None
+    boundaries: (
+        Annotated[list[Annotated[int, Field(ge=1, le=MAX_EPOCHS)]], Field(min_length=1)] | None
+    ) = None
+    factor: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.1
+
+    @model_validator(mode="after")
+    def _one_way_to_decay(self) -> StepSchedule:
+        if self.every_epochs is not None and self.boundaries is not None:
+            raise ValueError(
+                f"boundaries: give every_epochs or boundaries, not both (every_epochs is "
+                f"{self.every_epochs})"
+            )
+        if self.boundaries is not None:
+            for before, after in zip(self.boundaries[:-1], self.boundaries[1:], strict=True):
+                if after <= before:
+                    raise ValueError(
+                        f"boundaries: expected increasing epochs, got {after} after {before}"
+                    )
+        return self
+
+
+class InverseSqrtSchedule(StrictModel):
+    """The Transformer's schedule (Vaswani et al. 2017, eq. 3): warm up linearly, then 1/√step.
+
+        lr = scale · d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5),  step from 1
+
+    The rate peaks at `scale · (d_model · warmup_steps)^-0.5` after
+    `warmup_steps` updates. It is set by the formula, so `train.learning_rate`
+    is not used (and a value other than its default is refused): change the
+    peak with `scale`. `keras_seq.schedules.InverseSqrtWarmup`.
+
+    Args:
+        warmup_steps: Updates of warm-up (the paper's 4000); must be fewer
+            than the run's steps, or training ends before the peak.
+        d_model: The width in the formula; null: the model's own, for models
+            with one (a Transformer's `embedding_dim`). Required for the
+            others (recurrent models, graphs), whose units play no part in
+            the formula's derivation.
+        scale: Multiplies the whole schedule (the paper's is 1).
+    """
+
+    type: Literal["inverse_sqrt"] = "inverse_sqrt"
+    warmup_steps: Annotated[int, Field(ge=1, le=MAX_STEPS)] = 4000
+    d_model: Annotated[int, Field(ge=1, le=2**16)] | None = None
+    scale: Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)] = 1.0
+
+
+# `schedule: cosine` is `schedule: {type: cosine}` with its defaults.
+Schedule = Annotated[
+    ConstantSchedule | CosineSchedule | StepSchedule | InverseSqrtSchedule,
+    Field(discriminator="type"),
+    TypeShorthand,
+]
+SCHEDULES = ("constant", "cosine", "step", "inverse_sqrt")
+
+
 class TrainSpec(StrictModel):
     """How to train: optimiser, schedule, seed, precision and devices.
 
@@ -104,7 +208,14 @@ class TrainSpec(StrictModel):
         epochs: Passes over the training split.
         batch_size: Examples per gradient step.
         optimizer: `adam`, `sgd`, `rmsprop` or `adamw`.
-        learning_rate: Step size of the optimiser.
+        learning_rate: Step size of the optimiser (the peak of a `cosine`
+            schedule, the start of a `step` one; not used by `inverse_sqrt`).
+        schedule: How the learning rate changes during training: `constant`,
+            `cosine`, `step` or `inverse_sqrt` (see each).
+        label_smoothing: ε: train against `(1 − ε)·onehot + ε/K` instead of
+            the one-hot target (Szegedy et al. 2016; the Transformer's is
+            0.1). For class and token targets. The loss reported includes
+            it; accuracy and BLEU do not change with it.
         clipnorm: Clip each gradient to this norm; null for no clipping.
         seed: Seeds Python, NumPy and the backend before the model is built.
         mixed_precision: `auto` (mixed float16 on a GPU, float32 on a CPU),
@@ -119,12 +230,39 @@ class TrainSpec(StrictModel):
     batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] = 32
     optimizer: Literal["adam", "sgd", "rmsprop", "adamw"] = "adam"
     learning_rate: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)] = 1e-3
+    schedule: Schedule = Field(default_factory=ConstantSchedule)
+    label_smoothing: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
     clipnorm: PositiveFloat | None = None
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     mixed_precision: Literal["auto", "float32", "mixed_float16", "mixed_bfloat16"] = "auto"
     early_stopping: EarlyStoppingSpec | None = None
     distribution: Literal["mirrored"] | None = None
     tensorboard: bool = False
+
+    @model_validator(mode="after")
+    def _schedule_fits_the_run(self) -> TrainSpec:
+        schedule = self.schedule
+        default_rate = type(self).model_fields["learning_rate"].default
+        if schedule.type == "inverse_sqrt" and self.learning_rate != default_rate:
+            raise ValueError(
+                f"learning_rate: not used with schedule inverse_sqrt, whose rate is scale · "
+                f"d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5); leave it at "
+                f"{default_rate} and set train.schedule.scale instead, got {self.learning_rate}"
+            )
+        if schedule.type == "step":
+            if schedule.every_epochs is None and schedule.boundaries is None:
+                raise ValueError(
+                    "schedule.every_epochs: required, or give schedule.boundaries instead: when "
+                    "the learning rate decays (every N epochs, or after the epochs listed)"
+                )
+            last = schedule.every_epochs or schedule.boundaries[-1]
+            if last >= self.epochs:
+                field = "every_epochs" if schedule.every_epochs else "boundaries"
+                raise ValueError(
+                    f"schedule.{field}: expected epochs before the last one (train.epochs is "
+                    f"{self.epochs}; a decay after it never happens), got {last}"
+                )
+        return self
 
 
 MAX_SWEEP_TRIALS = 10_000

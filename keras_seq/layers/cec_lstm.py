@@ -83,6 +83,28 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
     `keras.layers.LSTMCell` does; `forget_gate_bias=1.0` matches its
     `unit_forget_bias=True` (Jozefowicz et al. 2015).
 
+    Keras's arguments. The cell also takes every argument of
+    `keras.layers.LSTMCell` under Keras's name and with Keras's meaning, so
+    `CECLSTMCell(forget_gate=True, **cfg)` is `keras.layers.LSTMCell(**cfg)`:
+    `activation` sets both `cell_activation` and `output_activation` (Keras
+    uses one function for g and h), `recurrent_activation` sets
+    `gate_activation`, and `implementation` (1 or 2) is accepted and has no
+    effect (both of Keras's implementations compute the same function; this
+    cell always does one matrix product for all gates, like Keras's 2). Giving
+    a Keras name and keras_seq's own name for the same thing is refused.
+
+    The bias rule. When neither `bias_initializer` nor `unit_forget_bias` is
+    given, the biases start at the 1997 values above, each overridable by
+    `input_gate_bias`, `forget_gate_bias` and `output_gate_bias`. When either
+    is given, the biases start as Keras's do: every block from
+    `bias_initializer` (default zeros), and the forget gate's block at 1.0
+    while `unit_forget_bias` is True (its default once the Keras rule applies).
+    The two rules cannot be mixed: a gate-bias argument together with
+    `bias_initializer` or `unit_forget_bias` is refused, and so is
+    `unit_forget_bias=True` without a forget gate. A config written by
+    `keras.layers.LSTM.get_config()` names both Keras arguments, so it starts
+    exactly like Keras's layer.
+
     Args:
         units: Positive integer, the number of memory cells (and of outputs).
         forget_gate: Add the forget gate of Gers et al. (2000). Default False.
@@ -100,9 +122,9 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         kernel_initializer: Initializer for `kernel`.
         recurrent_initializer: Initializer for `recurrent_kernel`.
         peephole_initializer: Initializer for the peephole vectors.
-        input_gate_bias: Initial bias of the input gate. Default −3.0.
-        forget_gate_bias: Initial bias of the forget gate. Default 1.0.
-        output_gate_bias: Initial bias of the output gate. Default −2.0.
+        input_gate_bias: Initial bias of the input gate. Default (None) −3.0.
+        forget_gate_bias: Initial bias of the forget gate. Default (None) 1.0.
+        output_gate_bias: Initial bias of the output gate. Default (None) −2.0.
         kernel_regularizer, recurrent_regularizer, bias_regularizer, peephole_regularizer:
             Optional weight regularizers.
         kernel_constraint, recurrent_constraint, bias_constraint, peephole_constraint:
@@ -111,6 +133,14 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         recurrent_dropout: Fraction of `h_{t-1}` to drop, one mask per sequence
             (Gal & Ghahramani 2016).
         seed: Seed for the dropout masks.
+        activation: Keras's name for `cell_activation` and `output_activation`
+            together. Default None (use those).
+        recurrent_activation: Keras's name for `gate_activation`. Default None.
+        bias_initializer: Keras's bias initializer; giving it (or
+            `unit_forget_bias`) selects Keras's bias rule (see above).
+        unit_forget_bias: With Keras's rule, start the forget gate's bias at
+            1.0. Default None (True once Keras's rule applies).
+        implementation: 1 or 2, as for `keras.layers.LSTMCell`; no effect.
 
     Call arguments:
         inputs: `(batch, input_dim)`, the input at one step.
@@ -148,9 +178,9 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
         peephole_initializer="glorot_uniform",
-        input_gate_bias=-3.0,
-        forget_gate_bias=1.0,
-        output_gate_bias=-2.0,
+        input_gate_bias=None,
+        forget_gate_bias=None,
+        output_gate_bias=None,
         kernel_regularizer=None,
         recurrent_regularizer=None,
         bias_regularizer=None,
@@ -162,6 +192,11 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         dropout=0.0,
         recurrent_dropout=0.0,
         seed=None,
+        activation=None,
+        recurrent_activation=None,
+        bias_initializer=None,
+        unit_forget_bias=None,
+        implementation=2,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -170,16 +205,40 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         self.peephole = validation.boolean("peephole", peephole)
         self.truncated_gradients = validation.boolean("truncated_gradients", truncated_gradients)
         self.use_bias = validation.boolean("use_bias", use_bias)
-        self.cell_activation = activations.get(cell_activation)
-        self.output_activation = activations.get(output_activation)
-        self.gate_activation = activations.get(gate_activation)
+        # Keras's `activation` is both g and h; its `recurrent_activation` is σ.
+        self.activation = _alias("activation", activation, cell_activation, output_activation)
+        self.recurrent_activation = _alias(
+            "recurrent_activation", recurrent_activation, gate_activation, default="sigmoid"
+        )
+        self.cell_activation = activations.get(activation or cell_activation)
+        self.output_activation = activations.get(activation or output_activation)
+        self.gate_activation = activations.get(recurrent_activation or gate_activation)
 
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.peephole_initializer = initializers.get(peephole_initializer)
-        self.input_gate_bias = validation.finite_float("input_gate_bias", input_gate_bias)
-        self.forget_gate_bias = validation.finite_float("forget_gate_bias", forget_gate_bias)
-        self.output_gate_bias = validation.finite_float("output_gate_bias", output_gate_bias)
+        self.input_gate_bias = _optional_float("input_gate_bias", input_gate_bias)
+        self.forget_gate_bias = _optional_float("forget_gate_bias", forget_gate_bias)
+        self.output_gate_bias = _optional_float("output_gate_bias", output_gate_bias)
+        self.unit_forget_bias = _keras_bias_rule(
+            forget_gate=self.forget_gate,
+            bias_initializer=bias_initializer,
+            unit_forget_bias=unit_forget_bias,
+            gate_biases={
+                "input_gate_bias": self.input_gate_bias,
+                "forget_gate_bias": self.forget_gate_bias,
+                "output_gate_bias": self.output_gate_bias,
+            },
+        )
+        self.bias_initializer = (
+            None if bias_initializer is None else initializers.get(bias_initializer)
+        )
+        if implementation not in (1, 2):
+            raise ValueError(
+                f"`implementation` must be 1 or 2 (as for keras.layers.LSTM), got "
+                f"{implementation!r}."
+            )
+        self.implementation = implementation
 
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
@@ -254,15 +313,35 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
             constraint=self.peephole_constraint,
         )
 
+    @property
+    def keras_bias(self):
+        """Whether the bias starts the way `keras.layers.LSTMCell`'s does (see the class)."""
+        return self.bias_initializer is not None or self.unit_forget_bias is not None
+
     def _gate_bias_initializer(self, shape, dtype=None):
-        initial = {
+        if self.keras_bias:
+            # Keras's rule: every block from `bias_initializer` (zeros by default), the
+            # forget gate's block ones when `unit_forget_bias` (True by default).
+            initializer = self.bias_initializer or initializers.Zeros()
+            blocks = [
+                ops.ones((self.units,), dtype=dtype)
+                if gate == "f" and self.unit_forget_bias is not False
+                else initializer((self.units,), dtype=dtype)
+                for gate in self.gate_names
+            ]
+            return ops.concatenate(blocks)
+        given = {
             "i": self.input_gate_bias,
             "f": self.forget_gate_bias,
             "o": self.output_gate_bias,
         }
         return ops.concatenate(
             [
-                ops.full((self.units,), initial.get(gate, 0.0), dtype=dtype)
+                ops.full(
+                    (self.units,),
+                    _BIAS_1997[gate] if given.get(gate) is None else given[gate],
+                    dtype=dtype,
+                )
                 for gate in self.gate_names
             ]
         )
@@ -319,9 +398,13 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
             "forget_gate": self.forget_gate,
             "peephole": self.peephole,
             "truncated_gradients": self.truncated_gradients,
-            "cell_activation": activations.serialize(self.cell_activation),
-            "output_activation": activations.serialize(self.output_activation),
-            "gate_activation": activations.serialize(self.gate_activation),
+            # Under Keras's names (`activation`, `recurrent_activation`) keras_seq's own
+            # were left at their defaults; the config says so, as the constructor got them.
+            "cell_activation": _own_activation(self.activation, self.cell_activation, "tanh"),
+            "output_activation": _own_activation(self.activation, self.output_activation, "tanh"),
+            "gate_activation": _own_activation(
+                self.recurrent_activation, self.gate_activation, "sigmoid"
+            ),
             "use_bias": self.use_bias,
             "kernel_initializer": initializers.serialize(self.kernel_initializer),
             "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
@@ -340,8 +423,75 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
             "dropout": self.dropout,
             "recurrent_dropout": self.recurrent_dropout,
             "seed": self.seed,
+            "activation": _serialize_activation(self.activation),
+            "recurrent_activation": _serialize_activation(self.recurrent_activation),
+            "bias_initializer": (
+                None
+                if self.bias_initializer is None
+                else initializers.serialize(self.bias_initializer)
+            ),
+            "unit_forget_bias": self.unit_forget_bias,
+            "implementation": self.implementation,
         }
         return {**super().get_config(), **config}
+
+
+# The 1997 experiments' initial gate biases (see `CECLSTMCell`), used unless the
+# gate-bias arguments or Keras's `bias_initializer`/`unit_forget_bias` are given.
+_BIAS_1997 = {"i": -3.0, "f": 1.0, "c": 0.0, "o": -2.0}
+
+
+def _optional_float(name, value):
+    return None if value is None else validation.finite_float(name, value)
+
+
+def _alias(name, value, *own, default="tanh"):
+    """Check a Keras activation name against keras_seq's own names for it; returns it.
+
+    `activation` (Keras) sets `cell_activation` and `output_activation`;
+    `recurrent_activation` sets `gate_activation`. Giving both spellings is
+    refused unless keras_seq's are left at their defaults.
+    """
+    if value is None:
+        return None
+    activations.get(value)  # an unknown name fails here, naming it
+    if any(activations.get(item) is not activations.get(default) for item in own):
+        raise ValueError(
+            f"`{name}` is Keras's name for an activation keras_seq also sets under its own "
+            f"name; give one of them, got {name}={value!r} and "
+            f"{', '.join(repr(item) for item in own)}."
+        )
+    return value
+
+
+def _own_activation(keras_name, function, default):
+    return default if keras_name is not None else activations.serialize(function)
+
+
+def _serialize_activation(value):
+    return None if value is None else activations.serialize(activations.get(value))
+
+
+def _keras_bias_rule(*, forget_gate, bias_initializer, unit_forget_bias, gate_biases):
+    """Validate `unit_forget_bias` and the choice between the two bias rules; returns it."""
+    if unit_forget_bias is not None:
+        unit_forget_bias = validation.boolean("unit_forget_bias", unit_forget_bias)
+        if unit_forget_bias and not forget_gate:
+            raise ValueError(
+                "`unit_forget_bias` sets the forget gate's bias, and this cell has none "
+                "(forget_gate=False); got unit_forget_bias=True."
+            )
+    if bias_initializer is None and unit_forget_bias is None:
+        return None
+    given = {name: value for name, value in gate_biases.items() if value is not None}
+    if given:
+        name, value = next(iter(given.items()))
+        raise ValueError(
+            f"`{name}` and Keras's `bias_initializer`/`unit_forget_bias` both set the initial "
+            f"biases; give one rule, got {name}={value!r} with "
+            f"bias_initializer={bias_initializer!r}, unit_forget_bias={unit_forget_bias!r}."
+        )
+    return unit_forget_bias
 
 
 # The cell arguments CECLSTM forwards; the rest of its config is the RNN's.
@@ -370,7 +520,10 @@ class CECLSTM(keras.layers.RNN):
             `use_bias`, `kernel_initializer`, `recurrent_initializer`,
             `peephole_initializer`, `input_gate_bias`, `forget_gate_bias`,
             `output_gate_bias`, `*_regularizer`, `*_constraint`, `dropout`,
-            `recurrent_dropout` and `seed`.
+            `recurrent_dropout`, `seed`, and Keras's names `activation`,
+            `recurrent_activation`, `bias_initializer`, `unit_forget_bias` and
+            `implementation`: `CECLSTM(forget_gate=True, **cfg)` is
+            `keras.layers.LSTM(**cfg)` (the cell gives the bias rule).
         activity_regularizer: Regularizer applied to the layer's output.
         return_sequences: Return the output at every step, not only the last.
         return_state: Also return the final `h` and `c`.
@@ -380,6 +533,9 @@ class CECLSTM(keras.layers.RNN):
         unroll: Unroll the loop (faster for short, fixed-length sequences).
         zero_output_for_mask: With `return_sequences`, emit zeros (rather than
             the last valid output) at masked steps.
+        use_cudnn: `"auto"` or False, as for `keras.layers.LSTM`: this layer
+            always runs its own loop over the cell, so True (demanding the
+            fused cuDNN kernel) is refused.
 
     Call arguments:
         inputs: `(batch, time, features)`.
@@ -419,9 +575,9 @@ class CECLSTM(keras.layers.RNN):
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
         peephole_initializer="glorot_uniform",
-        input_gate_bias=-3.0,
-        forget_gate_bias=1.0,
-        output_gate_bias=-2.0,
+        input_gate_bias=None,
+        forget_gate_bias=None,
+        output_gate_bias=None,
         kernel_regularizer=None,
         recurrent_regularizer=None,
         bias_regularizer=None,
@@ -433,6 +589,11 @@ class CECLSTM(keras.layers.RNN):
         dropout=0.0,
         recurrent_dropout=0.0,
         seed=None,
+        activation=None,
+        recurrent_activation=None,
+        bias_initializer=None,
+        unit_forget_bias=None,
+        implementation=2,
         activity_regularizer=None,
         return_sequences=False,
         return_state=False,
@@ -440,9 +601,15 @@ class CECLSTM(keras.layers.RNN):
         stateful=False,
         unroll=False,
         zero_output_for_mask=False,
+        use_cudnn="auto",
         **kwargs,
     ):
         cell_kwargs = {name: value for name, value in locals().items() if name in _CELL_ARGS}
+        if use_cudnn not in ("auto", False):
+            raise ValueError(
+                "`use_cudnn` may be 'auto' or False: CECLSTM always runs its own loop, so "
+                f"a fused cuDNN kernel cannot be required, got use_cudnn={use_cudnn!r}."
+            )
         cell = CECLSTMCell(
             **cell_kwargs,
             dtype=kwargs.get("dtype"),
@@ -460,6 +627,7 @@ class CECLSTM(keras.layers.RNN):
             activity_regularizer=activity_regularizer,
             **kwargs,
         )
+        self.use_cudnn = use_cudnn
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, sequences_shape, initial_state_shape=None):
@@ -477,6 +645,7 @@ class CECLSTM(keras.layers.RNN):
         cell_config = self.cell.get_config()
         config = {name: cell_config[name] for name in _CELL_ARGS}
         config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        config["use_cudnn"] = self.use_cudnn
         base_config = super().get_config()
         del base_config["cell"]
         return {**base_config, **config}

@@ -81,10 +81,13 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
     def call(self, inputs, mask=None):
         d = inputs.shape[-1]
         pair = 2 * (np.arange(d) // 2)  # 2i for features 2i and 2i+1
-        inverse_wavelengths = np.power(self.max_wavelength, -pair / d).astype("float32")  # (d,)
+        # Constants as tensors: PyTorch's operators do not take NumPy arrays on the right.
+        inverse_wavelengths = ops.convert_to_tensor(
+            np.power(self.max_wavelength, -pair / d).astype("float32")
+        )  # (d,)
         positions = ops.cast(ops.arange(ops.shape(inputs)[1]), "float32")  # (time,)
         angles = ops.expand_dims(positions, -1) * inverse_wavelengths  # (time, d)
-        is_sine = np.arange(d) % 2 == 0
+        is_sine = ops.convert_to_tensor(np.arange(d) % 2 == 0)
         encoding = ops.where(is_sine, ops.sin(angles), ops.cos(angles))  # (time, d)
         return inputs + ops.cast(encoding, inputs.dtype)
 

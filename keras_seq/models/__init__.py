@@ -23,12 +23,13 @@ of kind "sequence". `AssembledSeq2Seq(source_vocab_size, target_vocab_size,
 encoder)` puts the same recurrent decoder over an encoder model of one's own
 (the Build tab's assembled graphs).
 
-`greedy_decode(model, source, max_length)` and `beam_search(…, beam_width,
-length_penalty)` decode any such model in one compiled loop (`compile_decoder`
-compiles either for the backend); `Translator(model, source_vocabulary,
-target_vocabulary)` turns text into text with them, returns the attention
-alignment per output token, saves as one `.keras` file and exports a
-TensorFlow SavedModel.
+`greedy_decode(model, source, max_length)`, `sample_decode(…, temperature,
+top_k, top_p, seed)` and `beam_search(…, beam_width, length_penalty,
+coverage_penalty)` decode any such model in one compiled loop
+(`compile_decoder` compiles any of them for the backend);
+`Translator(model, source_vocabulary, target_vocabulary)` turns text into
+text with them, returns the attention alignment per output token, saves as
+one `.keras` file and exports a TensorFlow SavedModel.
 """
 
 # Moved, re-exported here for one release: the pooling layers (now in keras_seq.layers), the
@@ -38,7 +39,13 @@ from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
 from keras_seq.models.assembled_seq2seq import AssembledSeq2Seq
 from keras_seq.models.compiling import compile_for
-from keras_seq.models.decoding import DecodeResult, beam_search, compile_decoder, greedy_decode
+from keras_seq.models.decoding import (
+    DecodeResult,
+    beam_search,
+    compile_decoder,
+    greedy_decode,
+    sample_decode,
+)
 from keras_seq.models.pointer import PointerNetwork, pointer_network
 from keras_seq.models.recurrent import recurrent_model
 from keras_seq.models.rnn_seq2seq import RNNSeq2Seq
@@ -67,6 +74,7 @@ __all__ = [
     "greedy_decode",
     "pointer_network",
     "recurrent_model",
+    "sample_decode",
     "seq2seq",
     "transformer_classifier",
     "vision_transformer",

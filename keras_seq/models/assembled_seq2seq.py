@@ -123,8 +123,9 @@ class AssembledSeq2Seq(RNNSeq2Seq):
             raise validation.invalid(
                 "encoder", "a keras.Model from source ids to {'memory', 'state'}", encoder
             )
-        # Tracked (so its weights are the model's) once keras.Model.__init__ has run.
-        self._given_encoder = encoder
+        # Held in a tuple until keras.Model.__init__ has run: on PyTorch a Module may not be
+        # assigned before then. `_make_layers` assigns it, tracked, as `self.encoder`.
+        self._given_encoder = (encoder,)
         self._set_decoder_arguments(
             cell, units, num_layers, attention, attention_units, input_feeding, embedding_dim
         )
@@ -142,7 +143,7 @@ class AssembledSeq2Seq(RNNSeq2Seq):
 
     def _encoder_specs(self):
         """The encoder's output specs by name (`"memory"`, `"state"`), checked."""
-        outputs = self._given_encoder.output
+        outputs = self._given_encoder[0].output
         if not isinstance(outputs, dict) or not outputs or set(outputs) - set(ENCODER_OUTPUTS):
             got = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
             raise validation.invalid(
@@ -152,7 +153,7 @@ class AssembledSeq2Seq(RNNSeq2Seq):
 
     def _check_arguments(self):
         outputs = self._encoder_specs()
-        inputs = self._given_encoder.inputs
+        inputs = self._given_encoder[0].inputs
         if len(inputs) != 1 or len(inputs[0].shape) != 2:
             shapes = [tuple(tensor.shape) for tensor in inputs]
             raise validation.invalid("encoder", "one input of (batch, S) source ids", shapes)
@@ -186,7 +187,7 @@ class AssembledSeq2Seq(RNNSeq2Seq):
         return None if role == "source" else super()._embedding(role, vocab)
 
     def _make_layers(self):
-        self.encoder = self._given_encoder
+        self.encoder = self._given_encoder[0]
         self.embedding_dropout = keras.layers.Dropout(
             self.dropout, name="embedding_dropout", dtype=self.dtype_policy
         )

@@ -3,6 +3,10 @@
 classification ─▶ sparse categorical cross-entropy, accuracy
 regression     ─▶ mean squared error
 sequence       ─▶ MaskedSparseCategoricalCrossentropy, MaskedTokenAccuracy (PAD left out)
+
+`label_smoothing=ε` smooths the classification and sequence losses
+(`keras_seq.losses.with_label_smoothing`); `learning_rate` may be a
+`keras.optimizers.schedules.LearningRateSchedule` (`keras_seq.schedules`).
 """
 
 from __future__ import annotations
@@ -10,12 +14,12 @@ from __future__ import annotations
 import keras
 
 from keras_seq import validation
-from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy, with_label_smoothing
 from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
 from keras_seq.tasks.base import TargetSpec
 
 
-def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0):
+def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0, label_smoothing=0.0):
     """Compiles `model` with Adam and the loss and metric that `targets` calls for.
 
     Classification: sparse categorical cross-entropy, metric `"accuracy"`.
@@ -28,9 +32,14 @@ def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0):
         model: A model from `recurrent_model` (or `seq2seq` for sequence
             targets).
         targets: The task's `TargetSpec`.
-        learning_rate: Adam's learning rate. Default 1e-2.
+        learning_rate: Adam's learning rate: a positive number, or a
+            `keras.optimizers.schedules.LearningRateSchedule` (e.g.
+            `keras_seq.schedules.InverseSqrtWarmup`). Default 1e-2.
         clipnorm: Clip each gradient to this norm. Default 1.0; None turns
             clipping off.
+        label_smoothing: ε in [0, 1) for the classification and sequence
+            losses: targets `(1 − ε)·onehot + ε/K`. Default 0. Not for
+            regression.
 
     Returns:
         `model`, compiled.
@@ -42,16 +51,23 @@ def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0):
         )
     if targets.kind != "sequence":
         check_one_vector_target(targets)
-    learning_rate = validation.positive_float("learning_rate", learning_rate)
+    if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        learning_rate = validation.positive_float("learning_rate", learning_rate)
     if clipnorm is not None:
         clipnorm = validation.positive_float("clipnorm", clipnorm)
+    label_smoothing = validation.rate("label_smoothing", label_smoothing)
+    if label_smoothing and targets.kind == "regression":
+        raise ValueError(
+            "Received an invalid value for argument `label_smoothing`, expected 0 for regression "
+            f"targets (there is no one-hot target to smooth), got {label_smoothing!r}."
+        )
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate, clipnorm=clipnorm)
     if targets.kind == "classification":
-        model.compile(optimizer, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        loss = with_label_smoothing("sparse_categorical_crossentropy", label_smoothing)
+        model.compile(optimizer, loss=loss, metrics=["accuracy"])
     elif targets.kind == "sequence":
-        model.compile(
-            optimizer, loss=MaskedSparseCategoricalCrossentropy(), metrics=[MaskedTokenAccuracy()]
-        )
+        loss = MaskedSparseCategoricalCrossentropy(label_smoothing=label_smoothing)
+        model.compile(optimizer, loss=loss, metrics=[MaskedTokenAccuracy()])
     else:
         model.compile(optimizer, loss="mean_squared_error")
     return model

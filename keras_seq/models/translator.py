@@ -3,6 +3,7 @@
     "the black cat"  ─▶ source vocabulary ─▶ ids ─▶ greedy_decode / beam_search ─▶ ids
                                                    (one compiled loop, batched)     │
     "le chat noir"   ◀─ target vocabulary ◀─────────────────────────────────────────┘
+                                                   (or sample_decode, on request)
 
 A `Translator` is a registered `keras.Model` that holds the model as its
 one sublayer and the vocabularies in its config, so that everything needed
@@ -39,6 +40,10 @@ DEFAULT_BATCH_SIZE = 64
 
 # The most target tokens per translation unless `max_length` says otherwise.
 DEFAULT_MAX_LENGTH = 100
+
+# Compiled decoders kept per translator, one per decoding setting (a temperature sweep
+# would otherwise keep one compiled graph per value it tried).
+MAX_CACHED_DECODERS = 16
 
 # Where `export_saved_model` writes both vocabularies as JSON, under `assets.extra/`.
 VOCABULARIES_FILE = "vocabularies.json"
@@ -91,9 +96,11 @@ class Translator(keras.Model):
         text(ŷ) = target_vocabulary.decode(ŷ)         (stops at <end>)
 
     The search is `keras_seq.models.greedy_decode` (`beam_width=1`) or
-    `beam_search` with GNMT's length penalty, compiled once per setting
-    (`compile_decoder`) and run on batches of texts sorted by length, so that
-    a batch carries little padding. The model must follow the
+    `beam_search` with GNMT's length and coverage penalties, compiled once
+    per setting (`compile_decoder`) and run on batches of texts sorted by
+    length, so that a batch carries little padding; `translate(...,
+    method="sample")` draws translations instead (`sample_decode`, with a
+    temperature, top-k and top-p). The model must follow the
     `encode` / `decode_step` contract of `keras_seq.models.Seq2Seq`.
 
     Saving: `translator.save("translator.keras")` writes the model's weights
@@ -131,7 +138,10 @@ class Translator(keras.Model):
         - Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly
           Learning to Align and Translate", ICLR 2015 (alignment figures).
         - Wu et al., "Google's Neural Machine Translation System",
-          arXiv:1609.08144, 2016 (beam search with length penalty).
+          arXiv:1609.08144, 2016 (beam search with length and coverage
+          penalties).
+        - Holtzman et al., "The Curious Case of Neural Text Degeneration",
+          ICLR 2020 (nucleus sampling).
     """
 
     def __init__(self, model, source_vocabulary, target_vocabulary, max_length=None, **kwargs):
@@ -183,8 +193,14 @@ class Translator(keras.Model):
         self,
         texts,
         *,
+        method=None,
         beam_width=1,
         length_penalty=0.6,
+        coverage_penalty=0.0,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        seed=None,
         return_attention=False,
         batch_size=DEFAULT_BATCH_SIZE,
     ):
@@ -194,9 +210,19 @@ class Translator(keras.Model):
             texts: A string, or a list of strings. Each must hold at least
                 one token; words the source vocabulary does not hold are read
                 as `<unk>`.
+            method: "greedy", "beam" or "sample" (see `compile_decoder`).
+                Default None: greedy at `beam_width=1`, else beam search.
             beam_width: 1 (default) for greedy decoding, more for beam search.
             length_penalty: α of beam search's length penalty
                 `((5 + |Y|) / 6)^α`; unused at width 1. Default 0.6.
+            coverage_penalty: β of beam search's coverage penalty (GNMT,
+                0.2 there); default 0: none. Beam search only.
+            temperature: Sampling's temperature `T > 0`. Default 1.
+            top_k: Sample among the `k` most probable tokens only, or None.
+            top_p: Sample from the nucleus of probability `p` only, or None.
+            seed: Sampling's seed: batch `n` of the sorted texts samples with
+                `seed + n`, so the same texts, `batch_size` and seed give the
+                same translations (on one backend and device). None: random.
             return_attention: Also return an `Alignment` per text.
             batch_size: Texts decoded together. Default 64.
 
@@ -212,7 +238,24 @@ class Translator(keras.Model):
         beam_width = validation.positive_int("beam_width", beam_width, decoding.MAX_BEAM_WIDTH)
         return_attention = validation.boolean("return_attention", return_attention)
         batch_size = validation.positive_int("batch_size", batch_size)
-        decode = self._decoder(beam_width, length_penalty, return_attention)
+        if method is None:
+            method = "greedy" if beam_width == 1 else "beam"
+        method = validation.one_of("method", method, decoding.METHODS)
+        # compile_decoder refuses the options of one method given with another.
+        options = {
+            "beam_width": beam_width,
+            "coverage_penalty": coverage_penalty,
+            "temperature": temperature,
+            "top_k": top_k,
+            "top_p": top_p,
+        }
+        if method == "beam":
+            options["length_penalty"] = length_penalty  # ignored by the others, as before
+        if method == "sample":
+            seed = decoding._seed_value(seed)  # each batch's seed follows from it, below
+        else:
+            options["seed"] = seed
+        decode = self._decoder(method, options, return_attention)
         if not texts:
             return ([], []) if return_attention else []
 
@@ -233,7 +276,11 @@ class Translator(keras.Model):
             batch[len(chunk) :, 0] = Vocabulary.UNK  # filler rows, decoded and dropped
             for row, i in enumerate(chunk):
                 batch[row, : len(source_ids[i])] = source_ids[i]
-            result = decode(batch)
+            if method == "sample":
+                batch_seed = (seed + start // batch_size) % (decoding.MAX_SEED + 1)
+                result = decode(batch, seed=batch_seed)
+            else:
+                result = decode(batch)
             ids = ops.convert_to_numpy(result.ids)
             lengths = ops.convert_to_numpy(result.lengths)
             attention = ops.convert_to_numpy(result.attention) if return_attention else None
@@ -258,16 +305,20 @@ class Translator(keras.Model):
             return translations[0], alignments[0]
         return translations, alignments
 
-    def _decoder(self, beam_width, length_penalty, return_attention):
-        key = (beam_width, length_penalty if beam_width > 1 else None, return_attention)
+    def _decoder(self, method, options, return_attention):
+        """The compiled decoder of one setting, made on first use (its options checked there)."""
+        key = (method, repr(sorted(options.items())), return_attention)  # values may be unhashable
         if key not in self._decoders:
-            self._decoders[key] = decoding.compile_decoder(
+            decoder = decoding.compile_decoder(
                 self.model,
                 self.max_length,
-                beam_width=beam_width,
-                length_penalty=length_penalty,
+                method=method,
                 return_attention=return_attention,
+                **options,
             )
+            if len(self._decoders) >= MAX_CACHED_DECODERS:
+                self._decoders.pop(next(iter(self._decoders)))  # the oldest setting
+            self._decoders[key] = decoder
         return self._decoders[key]
 
     # Export -----------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ so that a test suite can report them separately.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import inspect
 import json
 import os
@@ -305,6 +306,19 @@ print("reloaded", len(outputs))
     return script, "reloaded"
 
 
+def saved_model_export_available() -> bool:
+    """Whether `model.export(format="tf_saved_model")` can run on the current backend.
+
+    TensorFlow writes SavedModels itself and JAX goes through `jax2tf`. On
+    PyTorch, Keras converts the model through `torch.export` and StableHLO,
+    which needs the `torch_xla` package; without it there is no SavedModel to
+    check (the layers' SavedModels are checked on the other backends).
+    """
+    if keras.backend.backend() != "torch":
+        return True
+    return importlib.util.find_spec("torch_xla") is not None
+
+
 def _saved_model_script(case: LayerCase, directory: Path) -> tuple[str, str]:
     """Exports the model; returns the script that serves it without the package, and its line.
 
@@ -534,10 +548,13 @@ def check_layer(case: LayerCase, directory: Path, checks: Sequence[str] = ALL_CH
 
     When both `keras_file` and `saved_model` are asked for, they run in one
     fresh interpreter (`check_saved_files`), where the SavedModel is served
-    before the package is imported.
+    before the package is imported. `saved_model` is left out where
+    `saved_model_export_available()` is False (PyTorch without torch_xla).
     """
     directory = Path(directory)
     checks = list(checks)
+    if "saved_model" in checks and not saved_model_export_available():
+        checks.remove("saved_model")  # PyTorch without torch_xla: see the function
     if "keras_file" in checks and "saved_model" in checks:
         checks[checks.index("keras_file")] = "saved_files"
         checks.remove("saved_model")

@@ -43,7 +43,16 @@ def test_docstring_examples_run():
     assert result.failed == 0
 
 
-SUBPACKAGES = ("diagnostics", "layers", "losses", "metrics", "models", "tasks", "testing")
+SUBPACKAGES = (
+    "diagnostics",
+    "layers",
+    "losses",
+    "metrics",
+    "models",
+    "schedules",
+    "tasks",
+    "testing",
+)
 
 
 def test_all_lists_every_public_subpackage():

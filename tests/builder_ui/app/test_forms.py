@@ -25,6 +25,18 @@ def test_cec_lstm_options_show_only_with_the_cec_lstm_cell():
     as_cec, _, redraw = actions.apply_field(gru, "model.encoder.cell", "cec_lstm")
     assert redraw  # the form gains two fields, so it is drawn again
     assert {"model.encoder.forget_gate", "model.encoder.peephole"} <= paths(as_cec)
+    assert {
+        "model.encoder.truncated_gradients",
+        "model.encoder.input_gate_bias",
+        "model.encoder.output_gate_bias",
+        "model.encoder.cell_activation",
+        "model.encoder.output_activation",
+        "model.encoder.gate_activation",
+    } <= paths(as_cec)
+    # The forget gate's bias applies only once there is a forget gate.
+    assert "model.encoder.forget_gate_bias" not in paths(as_cec)
+    with_forget, _, _ = actions.apply_field(as_cec, "model.encoder.forget_gate", True)
+    assert "model.encoder.forget_gate_bias" in paths(with_forget)
 
 
 def test_the_rnn_only_embedding_is_not_shown_on_a_transformer_encoder():

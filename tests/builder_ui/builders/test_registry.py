@@ -214,6 +214,38 @@ def test_rnn_encoder_fields_reach_the_layers():
     assert model.output_shape == (None, 2)
 
 
+def test_every_cec_lstm_option_of_the_spec_reaches_the_layer():
+    spec = make_spec("rnn_classifier")
+    spec["model"]["encoder"] = {
+        "type": "rnn",
+        "cell": "cec_lstm",
+        "units": 3,
+        "forget_gate": True,
+        "truncated_gradients": True,
+        "input_gate_bias": -1.5,
+        "forget_gate_bias": 2.5,
+        "output_gate_bias": 0.5,
+        "cell_activation": "sigmoid",
+        "output_activation": "softsign",
+        "gate_activation": "hard_sigmoid",
+    }
+    cell = prepare(spec).build().get_layer("cec_lstm_0").cell
+    assert cell.truncated_gradients and cell.forget_gate
+    assert cell.cell_activation is keras.activations.sigmoid
+    assert cell.output_activation is keras.activations.softsign
+    assert cell.gate_activation is keras.activations.hard_sigmoid
+    bias = keras.ops.convert_to_numpy(cell.bias).reshape(4, 3)  # blocks i, f, c, o
+    np.testing.assert_array_equal(bias[:, 0], [-1.5, 2.5, 0.0, 0.5])
+
+
+def test_a_cec_lstm_spec_left_at_its_defaults_keeps_the_1997_biases():
+    spec = make_spec("rnn_classifier")
+    spec["model"]["encoder"] = {"type": "rnn", "cell": "cec_lstm", "units": 2}
+    cell = prepare(spec).build().get_layer("cec_lstm_0").cell
+    bias = keras.ops.convert_to_numpy(cell.bias).reshape(3, 2)  # blocks i, c, o
+    np.testing.assert_array_equal(bias[:, 0], [-3.0, 0.0, -2.0])
+
+
 @pytest.mark.parametrize(
     ("cell", "layer_class"),
     [("simple", "SimpleRNN"), ("gru", "GRU"), ("lstm", "LSTM"), ("cec_lstm", "CECLSTM")],

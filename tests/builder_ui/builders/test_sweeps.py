@@ -111,8 +111,9 @@ def test_unknown_field_paths_are_refused_when_the_spec_loads():
         "sweep.parameters[\"model.units\"]: unknown field path 'model.units'; model has "
         "fields: embedding_dim, encoder, mask_zero, type",
         "sweep.parameters[\"model.encoder.heads\"]: unknown field path 'model.encoder.heads'; "
-        "model.encoder has fields: bidirectional, cell, dropout, forget_gate, num_layers, "
-        "peephole, type, units",
+        "model.encoder has fields: bidirectional, cell, cell_activation, dropout, forget_gate, "
+        "forget_gate_bias, gate_activation, input_gate_bias, num_layers, output_activation, "
+        "output_gate_bias, peephole, truncated_gradients, type, units",
         'sweep.parameters["name"]: expected a field path under task, model, train (e.g. '
         "train.learning_rate), got 'name'",
     ]

@@ -16,7 +16,7 @@ import keras
 import numpy as np
 import pytest
 
-from builder_ui import engine
+from builder_ui import builders, engine
 from builder_ui.builders import prepare
 from builder_ui.engine import devices
 from builder_ui.engine.progress import ProgressCallback, QueueProgress, TerminalProgress
@@ -417,3 +417,21 @@ def test_mirrored_strategy_trains_over_two_logical_cpus(tmp_path):
         "epochs": 2,
         "replicas": 2,
     }
+
+
+def test_a_run_stored_before_fields_were_added_still_matches_its_spec(tmp_path):
+    """A stored spec lacks fields added later; read again, it gets their defaults and matches."""
+    store = RunStore(tmp_path)
+    full = builders.load_spec(TINY).to_dict()
+    older = {**full, "train": dict(full["train"])}
+    for added in ("label_smoothing", "schedule"):  # fields newer than the stored run
+        del older["train"][added]
+    run_id = store.create_run(older)
+    assert "schedule" not in store.get(run_id, history=False).spec["train"]
+    record = engine.run(TINY, store=store, run_id=run_id)
+    assert record.status == "done"
+    # A real difference is still refused, naming the run.
+    changed = {**TINY, "train": {**TINY["train"], "epochs": 3}}
+    other = store.create_run(older)
+    with pytest.raises(SpecError, match=f"differs from the one stored with run {other!r}"):
+        engine.run(changed, store=store, run_id=other)

@@ -102,12 +102,30 @@ def test_valid_spec_resolves_registered_types_and_fills_defaults():
         ),
         (
             {"model": {"encoder": {"type": "rnn", "unitz": 8}}},
-            "model.encoder.unitz: unknown field; allowed fields: bidirectional, cell, dropout, "
-            "forget_gate, num_layers, peephole, type, units",
+            "model.encoder.unitz: unknown field; allowed fields: bidirectional, cell, "
+            "cell_activation, dropout, forget_gate, forget_gate_bias, gate_activation, "
+            "input_gate_bias, num_layers, output_activation, output_gate_bias, peephole, "
+            "truncated_gradients, type, units",
         ),
         (
             {"model": {"encoder": {"type": "rnn", "cell": "gru", "forget_gate": True}}},
             "model.encoder.forget_gate: only for cell 'cec_lstm'",
+        ),
+        (
+            {"model": {"encoder": {"type": "rnn", "cell": "lstm", "truncated_gradients": True}}},
+            "model.encoder.truncated_gradients: only for cell 'cec_lstm'",
+        ),
+        (
+            {"model": {"encoder": {"type": "rnn", "cell": "cec_lstm", "forget_gate_bias": 2.0}}},
+            "model.encoder.forget_gate_bias: the cell has no forget gate",
+        ),
+        (
+            {"model": {"encoder": {"type": "rnn", "cell": "cec_lstm", "input_gate_bias": 50}}},
+            "model.encoder.input_gate_bias: expected a number ≤ 20, got 50",
+        ),
+        (
+            {"model": {"encoder": {"type": "rnn", "cell": "cec_lstm", "cell_activation": "cos"}}},
+            "model.encoder.cell_activation: expected one of",
         ),
         (
             {"model": {"encoder": {"type": "transformer", "embed_dim": 30, "num_heads": 4}}},

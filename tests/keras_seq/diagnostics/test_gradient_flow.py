@@ -276,7 +276,7 @@ def carousel_jacobian(truncated_gradients, units=6, input_dim=4, batch=3, steps=
 
     rows = []
     for j in range(units):
-        e_j = np.eye(units, dtype=np.float32)[j]
+        e_j = keras.ops.convert_to_tensor(np.eye(units, dtype=np.float32)[j])
         # Samples do not interact: ∂(Σ_b c_T^(b)·e_j)/∂c_0^(b) is row j of sample b's Jacobian.
         [row] = _autodiff.gradients(lambda c, e_j=e_j: keras.ops.sum(c_final(c) * e_j), [c_0])
         rows.append(keras.ops.convert_to_numpy(row))

@@ -135,6 +135,37 @@ def test_beam_translations_equal_beam_search_of_each_text_alone(translators, nam
         assert translation == translator.target_vocabulary.decode(ids)
 
 
+@pytest.mark.parametrize("name", ["luong-reversed", "transformer"])
+def test_coverage_penalised_translations_equal_beam_search_of_each_text_alone(translators, name):
+    translator = translators[name]
+    options = {"beam_width": 3, "length_penalty": 0.6, "coverage_penalty": 0.5}
+    translations = translator.translate(TEXTS, batch_size=2, **options)
+    decode = compile_decoder(translator.model, MAX_LENGTH, **options)
+    for text, translation in zip(TEXTS, translations, strict=True):
+        result = decode(np.asarray([translator.source_vocabulary.encode(text)], dtype=np.int32))
+        length = int(ops.convert_to_numpy(result.lengths)[0])
+        ids = ops.convert_to_numpy(result.ids)[0, :length]
+        assert translation == translator.target_vocabulary.decode(ids)
+
+
+@agnostic
+def test_sampled_translations_are_seeded_and_a_top_1_sampler_translates_greedily(translators):
+    translator = translators["bahdanau"]
+    texts = TEXTS * 4  # 20 texts in 3 batches: each batch its own seed
+    options = {"method": "sample", "temperature": 1.5, "top_k": 8, "batch_size": 8}
+    first = translator.translate(texts, seed=5, **options)
+    assert translator.translate(texts, seed=5, **options) == first
+    others = translator.translate(texts, seed=6, **options)
+    # Random weights give flat distributions: 20 texts of several draws each cannot all agree.
+    assert sum(a != b for a, b in zip(first, others, strict=True)) >= 5
+    vocabulary = set(translator.target_vocabulary.tokens[3:])  # words, no PAD/START/END
+    assert all(set(text.split()) <= vocabulary for text in first)
+    # Drawing among the top 1 token is greedy decoding. (Not a tiny temperature here: random
+    # weights give near ties, which T = 1e-4 does not always separate.)
+    single = translator.translate(texts, method="sample", top_k=1, seed=0)
+    assert single == translator.translate(texts)
+
+
 @agnostic
 def test_alignment_is_over_the_source_tokens_in_text_order(translators):
     translator = translators["luong-reversed"]  # reads the source backwards
@@ -210,6 +241,18 @@ def test_bad_constructor_and_translate_arguments_are_refused(translators, vocabu
         translators["bahdanau"].translate(["the cat"], beam_width=0)
     with pytest.raises(ValueError, match="argument `length_penalty`, expected a number ≥ 0"):
         translators["bahdanau"].translate(["the cat"], beam_width=2, length_penalty=-1)
+    bad_decoding = [
+        ({"method": "top_p"}, "argument `method`, expected one of 'greedy', 'beam', 'sample'"),
+        ({"method": "sample", "beam_width": 2}, "argument `beam_width`, expected 1 for method"),
+        ({"coverage_penalty": 0.2}, "argument `coverage_penalty`, expected 0 for method"),
+        ({"beam_width": 2, "coverage_penalty": -1}, "argument `coverage_penalty`, expected a"),
+        ({"top_p": 0.9}, "argument `top_p`, expected None unless method='sample'"),
+        ({"method": "sample", "top_p": 2}, r"argument `top_p`, expected a number in \(0, 1\]"),
+        ({"method": "sample", "seed": -1}, "argument `seed`, expected an integer from 0"),
+    ]
+    for kwargs, message in bad_decoding:
+        with pytest.raises(ValueError, match=message):
+            translators["bahdanau"].translate(["the cat"], **kwargs)
 
 
 def test_config_holds_the_constructor_arguments_and_round_trips(translators):
@@ -270,6 +313,8 @@ def test_saved_translator_reloads_in_a_fresh_process_with_the_same_translations(
     expected = {
         "greedy": translator.translate(TEXTS),
         "beam": translator.translate(TEXTS, beam_width=3),
+        "coverage": translator.translate(TEXTS, beam_width=3, coverage_penalty=0.5),
+        "sampled": translator.translate(TEXTS, method="sample", top_p=0.9, seed=3),
     }
     out = _run_fresh_python(
         f"""
@@ -281,6 +326,8 @@ def test_saved_translator_reloads_in_a_fresh_process_with_the_same_translations(
             "type": type(translator).__name__,
             "greedy": translator.translate(texts),
             "beam": translator.translate(texts, beam_width=3),
+            "coverage": translator.translate(texts, beam_width=3, coverage_penalty=0.5),
+            "sampled": translator.translate(texts, method="sample", top_p=0.9, seed=3),
             "max_length": translator.max_length,
             "sizes": [len(translator.source_vocabulary), len(translator.target_vocabulary)],
         }}))
@@ -291,6 +338,8 @@ def test_saved_translator_reloads_in_a_fresh_process_with_the_same_translations(
     assert reloaded["type"] == "Translator"
     assert reloaded["greedy"] == expected["greedy"]
     assert reloaded["beam"] == expected["beam"]
+    assert reloaded["coverage"] == expected["coverage"]
+    assert reloaded["sampled"] == expected["sampled"]  # same seed, backend and device
     assert reloaded["max_length"] == MAX_LENGTH
     assert reloaded["sizes"] == [
         len(translator.source_vocabulary),

@@ -23,6 +23,10 @@ Typed inputs, by task:
 
 Shorter inputs are padded with zeros to the task's length; longer ones are
 refused with the length allowed.
+
+A translation is decoded as `Decoding` says: greedy (the default), beam search
+with GNMT's length and coverage penalties, or sampling with a temperature,
+top-k and top-p (`keras_seq.models.decoding`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,104 @@ MAX_SHOWN_CLASSES = 10
 
 class InspectError(ValueError):
     """An input or a request the chosen run cannot answer; the message says why."""
+
+
+DECODING_METHODS = ("greedy", "beam", "sample")
+# One sentence at a time: a beam past this explores nothing more a person would read, and
+# bounds the work (the beam holds width × vocabulary candidates per step).
+MAX_INSPECT_BEAM = 64
+MAX_SEED = 2**31 - 1  # keras_seq.models.decoding.MAX_SEED
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How Inspect decodes a translation (`keras_seq.models.Translator.translate`).
+
+    Attributes:
+        method: `greedy` (the most probable word at each step), `beam`
+            (beam search, Wu et al. 2016) or `sample` (Holtzman et al. 2020).
+        beam_width: Prefixes kept by beam search, 1 to `MAX_INSPECT_BEAM`.
+        length_penalty: GNMT's α, `lp(Y) = ((5 + |Y|) / 6)^α` (beam only).
+        coverage_penalty: GNMT's β, `β Σ_i log min(Σ_j p_ij, 1)` (beam only; a
+            model without attention has no coverage to count).
+        temperature: Sampling's `T > 0`; below 1 sharpens, above 1 flattens.
+        top_k: Sample among the `k` most probable words; 0 for all of them.
+        top_p: Sample from the nucleus of probability `p`; 1 for all words.
+        seed: Sampling's seed, so a sample can be drawn again.
+    """
+
+    method: str = "greedy"
+    beam_width: int = 4
+    length_penalty: float = 0.6
+    coverage_penalty: float = 0.0
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def checked(self) -> Decoding:
+        """This decoding, or an `InspectError` naming the first field out of range."""
+        if self.method not in DECODING_METHODS:
+            _bad("method", f"one of {', '.join(DECODING_METHODS)}", self.method)
+        _whole(self, "beam_width", 1, MAX_INSPECT_BEAM)
+        _number(self, "length_penalty", 0.0, 10.0)
+        _number(self, "coverage_penalty", 0.0, 10.0)
+        _number(self, "temperature", 1e-3, 100.0)
+        _whole(self, "top_k", 0, 2**20)
+        _number(self, "top_p", 1e-6, 1.0)
+        _whole(self, "seed", 0, MAX_SEED)
+        return self
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of `Translator.translate` for this method only."""
+        if self.method == "beam":
+            return {
+                "method": "beam",
+                "beam_width": int(self.beam_width),
+                "length_penalty": float(self.length_penalty),
+                "coverage_penalty": float(self.coverage_penalty),
+            }
+        if self.method == "sample":
+            return {
+                "method": "sample",
+                "temperature": float(self.temperature),
+                "top_k": int(self.top_k) or None,
+                "top_p": None if float(self.top_p) >= 1.0 else float(self.top_p),
+                "seed": int(self.seed),
+            }
+        return {"method": "greedy"}
+
+    def describe(self) -> str:
+        """One line for people: how the translation shown was decoded."""
+        if self.method == "beam":
+            text = f"beam search, width {self.beam_width}, α = {self.length_penalty:g}"
+            return text + (f", β = {self.coverage_penalty:g}" if self.coverage_penalty else "")
+        if self.method == "sample":
+            parts = [f"T = {self.temperature:g}"]
+            if self.top_k:
+                parts.append(f"top-k {self.top_k}")
+            if self.top_p < 1:
+                parts.append(f"top-p {self.top_p:g}")
+            return f"sampled ({', '.join(parts)}, seed {self.seed})"
+        return "greedy"
+
+
+def _bad(name: str, expected: str, value: Any) -> None:
+    raise InspectError(f"Decoding: {name}: expected {expected}, got {value!r}")
+
+
+def _number(decoding: Decoding, name: str, low: float, high: float) -> None:
+    value = getattr(decoding, name)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not low <= value <= high:
+        _bad(name, f"a number from {low:g} to {high:g}", value)
+
+
+def _whole(decoding: Decoding, name: str, low: int, high: int) -> None:
+    value = getattr(decoding, name)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or value != int(value) or not low <= value <= high:
+        _bad(name, f"a whole number from {low} to {high}", value)
 
 
 @dataclass
@@ -250,17 +352,26 @@ def translator(model: Any, task: Any) -> Any:
     return Translator(model, task.source_vocabulary, task.target_vocabulary, max_length=length)
 
 
-def _translate(model: Any, task: Any, text: str, index: Any) -> Prediction:
+def _translate(model: Any, task: Any, text: str, index: Any, decoding: Decoding) -> Prediction:
+    decoding = decoding.checked()
+    if decoding.method == "beam" and decoding.coverage_penalty and not _attends(model):
+        _bad("coverage_penalty", "0 for a model without attention (no coverage to count)", 0.0)
     reference = None
     if not text:
         i = _example_index(task, index)
         text = task.source_vocabulary.decode(task.x_val[i].tolist())
         reference = task.target_vocabulary.decode(task.y_val[i].tolist())
     try:
-        output, alignment = translator(model, task).translate(text, return_attention=True)
+        output, alignment = translator(model, task).translate(
+            text, return_attention=True, **decoding.options()
+        )
     except ValueError as error:
         raise InspectError(f"Input: {error}") from None
-    lines = [f"**Source:** {text}", f"**Translation:** {output}"]
+    lines = [
+        f"**Source:** {text}",
+        f"**Translation:** {output}",
+        f"**Decoding:** {decoding.describe()}",
+    ]
     if reference is not None:
         lines.append(f"**Reference:** {reference}")
     figure = None
@@ -338,16 +449,32 @@ def _image(model: Any, task: Any, text: str, index: Any) -> Prediction:
     return prediction
 
 
-def predict(model: Any, task: Any, spec: dict[str, Any], text: str, index: Any = 0) -> Prediction:
+def _attends(model: Any) -> bool:
+    """False for a model that declares no attention (an RNN seq2seq without it)."""
+    return not (hasattr(model, "attention") and model.attention is None)
+
+
+def predict(
+    model: Any,
+    task: Any,
+    spec: dict[str, Any],
+    text: str,
+    index: Any = 0,
+    decoding: Decoding | None = None,
+) -> Prediction:
     """The model's output for typed `text`, or for validation example `index` if it is empty.
 
+    `decoding` says how a translation is decoded (greedy by default); other
+    models ignore it.
+
     Raises:
-        InspectError: an input the task cannot read, or an example number out of range.
+        InspectError: an input the task cannot read, an example number out of
+            range, or a decoding field out of range (named).
     """
     text = _typed(text)
     kind = model_kind(spec)
     if kind == "seq2seq":
-        return _translate(model, task, text, index)
+        return _translate(model, task, text, index, decoding or Decoding())
     if kind == "pointer":
         return _point(model, task, text, index)
     if kind == "vit":

@@ -425,3 +425,62 @@ def test_clicking_a_header_sorts_every_run_and_a_second_click_flips_the_order(br
     expect(page.locator("#results-sort-order input")).to_have_value("descending")
     no_error_badges(page)
     page.context.close()
+
+
+def test_inspect_decodes_a_translation_as_chosen_and_offers_decoding_only_for_translators(
+    browser, mixed
+):
+    """The mixed store's translator in Inspect: beam search, then a seeded sample, by keyboard."""
+    from playwright.sync_api import expect
+
+    server, (classifier, translator, *_) = mixed
+    page = open_compare(browser, server)
+    page.get_by_role("tab", name="Inspect").click()
+    page.locator("#inspect-refresh").click()
+
+    def choose_run(run_id: str) -> None:
+        page.locator("#inspect-run input").click()
+        page.get_by_role("option", name=run_id).first.click()
+
+    choose_run(classifier)
+    expect(page.locator("#inspect-hint")).not_to_be_empty()
+    expect(page.locator("#decoding-options")).to_be_hidden()
+    choose_run(translator)
+    options = page.locator("#decoding-options")
+    expect(options).to_be_visible()
+    options.get_by_text("Decoding").first.click()  # open the accordion
+    page.locator("#decoding-method").get_by_label("beam").check()
+    width = page.locator("#decoding-beam-width input")
+    width.fill("3")
+    page.locator("#predict-button").click()
+    summary = page.locator("#predict-summary")
+    expect(summary).to_contain_text("beam search, width 3, α = 0.6", timeout=60_000)
+    expect(summary).to_contain_text("Translation:")
+
+    # Sampling, asked for with the keyboard: Enter in the input box predicts.
+    page.locator("#decoding-method").get_by_label("sample").check()
+    page.locator("#decoding-temperature input").fill("2")
+    page.locator("#inspect-input textarea").press("Enter")
+
+    def sampled(seed: int) -> str:
+        """The translation line, once the summary shows the sample of `seed`."""
+        expect(summary).to_contain_text(f"sampled (T = 2, seed {seed})", timeout=60_000)
+        expect(summary).not_to_contain_text("processing")
+        (line,) = [x for x in summary.inner_text().splitlines() if x.startswith("Translation:")]
+        return line
+
+    first = sampled(0)
+    page.locator("#decoding-seed input").fill("1")
+    page.locator("#predict-button").click()
+    sampled(1)
+    page.locator("#decoding-seed input").fill("0")
+    page.locator("#predict-button").click()
+    assert sampled(0) == first  # the same seed: the same sample again
+
+    # A field out of range is named, and the last prediction stays.
+    page.locator("#decoding-top-p input").fill("1.5")
+    page.locator("#predict-button").click()
+    expect(page.locator("#inspect-message")).to_contain_text("Decoding: top_p: expected")
+    expect(summary).to_contain_text("sampled (T = 2, seed 0)")
+    screenshot(page, "inspect-decoding")
+    page.context.close()

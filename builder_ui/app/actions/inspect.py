@@ -21,8 +21,17 @@ def _done_record(ctx: AppContext, run_id: str):
     return record
 
 
-def predict(ctx: AppContext, run_id: str, text: str, index: Any = 0):
-    """The run's model on typed input, or on validation example `index` (`inspection.predict`)."""
+def predict(
+    ctx: AppContext,
+    run_id: str,
+    text: str,
+    index: Any = 0,
+    decoding: inspection.Decoding | None = None,
+):
+    """The run's model on typed input, or on validation example `index` (`inspection.predict`).
+
+    A translation is decoded as `decoding` says (greedy by default).
+    """
 
     record = _done_record(ctx, run_id)
     task = ctx.task(run_id)
@@ -32,7 +41,7 @@ def predict(ctx: AppContext, run_id: str, text: str, index: Any = 0):
             "Type an input instead."
         )
     try:
-        return inspection.predict(ctx.model(run_id), task, record.spec, text, index)
+        return inspection.predict(ctx.model(run_id), task, record.spec, text, index, decoding)
     except inspection.InspectError as error:
         raise AppError(str(error)) from None
 

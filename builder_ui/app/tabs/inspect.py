@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from builder_ui.app import actions
-from builder_ui.results.inspection import model_kind
+from builder_ui.results.inspection import DECODING_METHODS, Decoding, model_kind
 
 HINTS = {
     "seq2seq": "Type a sentence in the source language (e.g. *the black cat sleeps .*); "
@@ -58,6 +58,63 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
                 value=0, precision=0, label="Validation example", elem_id="inspect-example"
             )
             predict_button = gr.Button("Predict", variant="primary", elem_id="predict-button")
+        defaults = Decoding()
+        with gr.Accordion(
+            "Decoding", open=False, visible=False, elem_id="decoding-options"
+        ) as decoding_box:
+            with gr.Row(equal_height=True):
+                method = gr.Radio(
+                    list(DECODING_METHODS),
+                    value=defaults.method,
+                    label="Method",
+                    elem_id="decoding-method",
+                )
+                beam_width = gr.Number(
+                    value=defaults.beam_width,
+                    precision=0,
+                    label="Beam width (beam)",
+                    elem_id="decoding-beam-width",
+                )
+                length_penalty = gr.Number(
+                    value=defaults.length_penalty,
+                    label="Length penalty α (beam)",
+                    elem_id="decoding-length-penalty",
+                )
+                coverage_penalty = gr.Number(
+                    value=defaults.coverage_penalty,
+                    label="Coverage penalty β (beam)",
+                    elem_id="decoding-coverage-penalty",
+                )
+            with gr.Row(equal_height=True):
+                temperature = gr.Number(
+                    value=defaults.temperature,
+                    label="Temperature T (sample)",
+                    elem_id="decoding-temperature",
+                )
+                top_k = gr.Number(
+                    value=defaults.top_k,
+                    precision=0,
+                    label="Top-k, 0 for all (sample)",
+                    elem_id="decoding-top-k",
+                )
+                top_p = gr.Number(
+                    value=defaults.top_p,
+                    label="Top-p, 1 for all (sample)",
+                    elem_id="decoding-top-p",
+                )
+                seed = gr.Number(
+                    value=defaults.seed, precision=0, label="Seed (sample)", elem_id="decoding-seed"
+                )
+        decoding_fields = [
+            method,
+            beam_width,
+            length_penalty,
+            coverage_penalty,
+            temperature,
+            top_k,
+            top_p,
+            seed,
+        ]
         summary = gr.Markdown(elem_id="predict-summary")
         with gr.Row(equal_height=False):
             table = gr.Dataframe(
@@ -103,16 +160,17 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
     refresh.click(on_refresh, inputs=[run], outputs=[run], api_name="inspect_runs")
     tab.select(on_refresh, inputs=[run], outputs=[run], api_name="open_inspect")
 
-    def on_run(run_id: str | None) -> str:
+    def on_run(run_id: str | None) -> list:
         if not run_id:
-            return ""
+            return ["", gr.update(visible=False)]
         try:
             record = ctx.record(run_id)
         except actions.AppError as error:
-            return f"✗ {error}"
-        return HINTS[model_kind(record.spec)]
+            return [f"✗ {error}", gr.update(visible=False)]
+        kind = model_kind(record.spec)
+        return [HINTS[kind], gr.update(visible=kind == "seq2seq")]
 
-    run.change(on_run, inputs=[run], outputs=[hint], api_name="inspect_hint")
+    run.change(on_run, inputs=[run], outputs=[hint, decoding_box], api_name="inspect_hint")
 
     # What the previous run gave (its message, predictions and figures) goes with it. Cleared
     # in the browser, at once: a clear from the server could land after the next prediction.
@@ -133,9 +191,15 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
     for name, sub_tab in sub_tabs.items():
         sub_tab.select(None, outputs=[message], js="() => ['']", api_name=f"open_inspect_{name}")
 
-    def on_predict(run_id: str, typed: str, index: Any) -> list:
+    def on_predict(run_id: str, typed: str, index: Any, *decoding: Any) -> list:
         try:
-            prediction = actions.predict(ctx, run_id, typed, 0 if index is None else index)
+            prediction = actions.predict(
+                ctx,
+                run_id,
+                typed,
+                0 if index is None else index,
+                Decoding(*decoding),
+            )
         except actions.AppError as error:
             return [f"✗ {error}", gr.skip(), gr.skip(), gr.skip()]
         rows = {"headers": prediction.headers, "data": prediction.rows}
@@ -143,13 +207,13 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
 
     predict_button.click(
         on_predict,
-        inputs=[run, text, example],
+        inputs=[run, text, example, *decoding_fields],
         outputs=[message, summary, table, figure],
         api_name="predict",
     )
     text.submit(
         on_predict,
-        inputs=[run, text, example],
+        inputs=[run, text, example, *decoding_fields],
         outputs=[message, summary, table, figure],
         api_name="predict_submit",
     )

@@ -73,3 +73,70 @@ def test_inspect_translates_each_example_as_the_exported_translator_does(transla
     served = [text.decode("utf-8") for text in exported.translate(tf.constant(sources)).numpy()]
     shown = [_translation(inspection.predict(model, task, record.spec, "", i)) for i in EXAMPLES]
     assert shown == served
+
+
+def test_beam_search_of_width_one_shows_the_greedy_translation(translator_run):
+    *_, record, model, task = translator_run
+    for i in EXAMPLES:
+        greedy = inspection.predict(model, task, record.spec, "", i)
+        beam = inspection.predict(
+            model, task, record.spec, "", i, inspection.Decoding("beam", beam_width=1)
+        )
+        assert _translation(beam) == _translation(greedy)
+    assert "**Decoding:** greedy" in greedy.summary
+    assert "**Decoding:** beam search, width 1, α = 0.6" in beam.summary
+
+
+def test_a_wider_beam_shows_what_the_translator_finds_with_that_beam(translator_run):
+    *_, record, model, task = translator_run
+    decoding = inspection.Decoding("beam", beam_width=4, length_penalty=0.0)
+    translator = inspection.translator(model, task)
+    for i in EXAMPLES:
+        source = task.source_vocabulary.decode(task.x_val[i].tolist())
+        shown = _translation(inspection.predict(model, task, record.spec, "", i, decoding))
+        assert shown == translator.translate(source, beam_width=4, length_penalty=0.0)
+
+
+def test_sampling_repeats_with_its_seed_and_top_k_one_is_greedy(translator_run):
+    *_, record, model, task = translator_run
+    flat = inspection.Decoding("sample", temperature=3.0, seed=5)
+    first = [
+        _translation(inspection.predict(model, task, record.spec, "", i, flat)) for i in EXAMPLES
+    ]
+    again = [
+        _translation(inspection.predict(model, task, record.spec, "", i, flat)) for i in EXAMPLES
+    ]
+    assert first == again
+    greedy = [_translation(inspection.predict(model, task, record.spec, "", i)) for i in EXAMPLES]
+    # A one-epoch model at T = 3 is close to uniform over its words: twelve samples all
+    # equal to the greedy output would mean the sampler never ran.
+    assert first != greedy
+    one = inspection.Decoding("sample", temperature=3.0, top_k=1, seed=5)
+    shown = [
+        _translation(inspection.predict(model, task, record.spec, "", i, one)) for i in EXAMPLES
+    ]
+    assert shown == greedy
+    summary = inspection.predict(model, task, record.spec, "", 0, one).summary
+    assert "**Decoding:** sampled (T = 3, top-k 1, seed 5)" in summary
+
+
+@pytest.mark.parametrize(
+    ("decoding", "message"),
+    [
+        (inspection.Decoding("nucleus"), "Decoding: method: expected one of greedy, beam, sample"),
+        (inspection.Decoding("beam", beam_width=0), "Decoding: beam_width: expected a whole"),
+        (inspection.Decoding("beam", beam_width=10**6), "Decoding: beam_width: expected a whole"),
+        (inspection.Decoding("sample", top_p=1.5), "Decoding: top_p: expected a number"),
+        (inspection.Decoding("sample", temperature=0.0), "Decoding: temperature: expected"),
+        (inspection.Decoding("sample", seed=None), "Decoding: seed: expected a whole number"),
+        (inspection.Decoding("sample", top_k=2.5), "Decoding: top_k: expected a whole number"),
+        (
+            inspection.Decoding("beam", coverage_penalty=0.2),
+            "Decoding: coverage_penalty: expected 0 for a model without attention",
+        ),
+    ],
+)
+def test_a_decoding_field_out_of_range_is_named(translator_run, decoding, message):
+    *_, record, model, task = translator_run  # a GRU seq2seq without attention
+    with pytest.raises(inspection.InspectError, match=message):
+        inspection.predict(model, task, record.spec, "", 0, decoding)

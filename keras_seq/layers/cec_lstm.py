@@ -18,6 +18,10 @@ import inspect
 import keras
 from keras import activations, constraints, initializers, ops, regularizers
 
+# The backend's fused LSTM, the function keras.layers.LSTM calls (cuDNN on a GPU); Keras
+# exports it under no public name either.
+from keras.src import backend as keras_backend
+
 # Keras's RNN layer creates and resets per-sequence dropout masks only for
 # cells that inherit this mixin, and exports it under no public name.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
@@ -392,6 +396,36 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
     def get_initial_state(self, batch_size=None):
         return [ops.zeros((batch_size, d), dtype=self.compute_dtype) for d in self.state_size]
 
+    def fused_weights(self):
+        """`(kernel, recurrent_kernel, bias)` in `keras.layers.LSTMCell`'s layout (i, f, c, o).
+
+        With the forget gate these are the cell's own weights (a zero bias without
+        `use_bias`). The 1997 cell gets a forget gate pinned open: zero weights into
+        it and the bias `PINNED_FORGET_BIAS`, for which σ is exactly 1.0 in float32,
+        bfloat16 and float16, so that `c_t = 1.0 · c_{t-1} + i_t ⊙ g(z_c)` is the
+        carousel to the last bit. The pinned blocks are constants: no gradient
+        reaches them, and nothing trains them.
+        """
+        units = self.units
+        dtype = self.kernel.dtype
+        blocks = len(self.gate_names)
+        bias = self.bias if self.use_bias else ops.zeros((blocks * units,), dtype=dtype)
+        if self.forget_gate:
+            return self.kernel, self.recurrent_kernel, bias
+
+        def open_forget_gate(weights, forget_block):
+            z_i, z_c, z_o = ops.split(weights, 3, axis=-1)
+            return ops.concatenate([z_i, forget_block, z_c, z_o], axis=-1)
+
+        def zeros_like(weights):
+            return ops.zeros((weights.shape[0], units), dtype=dtype)
+
+        return (
+            open_forget_gate(self.kernel, zeros_like(self.kernel)),
+            open_forget_gate(self.recurrent_kernel, zeros_like(self.recurrent_kernel)),
+            open_forget_gate(bias, ops.full((units,), PINNED_FORGET_BIAS, dtype=dtype)),
+        )
+
     def get_config(self):
         config = {
             "units": self.units,
@@ -435,6 +469,10 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         }
         return {**super().get_config(), **config}
 
+
+# σ(30) = 1 − 9.4e-14: 1.0 exactly once rounded to float32 (whose spacing below 1 is
+# 6e-8), and in float16 and bfloat16, where e^-30 itself rounds away.
+PINNED_FORGET_BIAS = 30.0
 
 # The 1997 experiments' initial gate biases (see `CECLSTMCell`), used unless the
 # gate-bias arguments or Keras's `bias_initializer`/`unit_forget_bias` are given.
@@ -533,9 +571,12 @@ class CECLSTM(keras.layers.RNN):
         unroll: Unroll the loop (faster for short, fixed-length sequences).
         zero_output_for_mask: With `return_sequences`, emit zeros (rather than
             the last valid output) at masked steps.
-        use_cudnn: `"auto"` or False, as for `keras.layers.LSTM`: this layer
-            always runs its own loop over the cell, so True (demanding the
-            fused cuDNN kernel) is refused.
+        use_cudnn: As for `keras.layers.LSTM`: `"auto"` (default) runs on the
+            backend's fused LSTM kernel (cuDNN on a GPU) when the cell allows it
+            (see `fused_kernel_refusal`) and the backend can, else the cell's own
+            loop; True demands the kernel (an error where it cannot run); False
+            always runs the cell's own loop. The 1997 cell runs on the kernel
+            with its forget gate pinned open (`CECLSTMCell.fused_weights`).
 
     Call arguments:
         inputs: `(batch, time, features)`.
@@ -605,10 +646,9 @@ class CECLSTM(keras.layers.RNN):
         **kwargs,
     ):
         cell_kwargs = {name: value for name, value in locals().items() if name in _CELL_ARGS}
-        if use_cudnn not in ("auto", False):
+        if use_cudnn not in ("auto", True, False):
             raise ValueError(
-                "`use_cudnn` may be 'auto' or False: CECLSTM always runs its own loop, so "
-                f"a fused cuDNN kernel cannot be required, got use_cudnn={use_cudnn!r}."
+                f"`use_cudnn` must be 'auto', True or False, got use_cudnn={use_cudnn!r}."
             )
         cell = CECLSTMCell(
             **cell_kwargs,
@@ -629,6 +669,83 @@ class CECLSTM(keras.layers.RNN):
         )
         self.use_cudnn = use_cudnn
         self.input_spec = keras.layers.InputSpec(ndim=3)
+        if use_cudnn is True and self.fused_kernel_refusal() is not None:
+            raise ValueError(
+                f"use_cudnn=True asks for the fused LSTM kernel, which this cell cannot run "
+                f"on: {self.fused_kernel_refusal()}. Pass use_cudnn='auto' to run the cell's "
+                "own loop."
+            )
+        if (
+            use_cudnn is not False
+            and self.fused_kernel_refusal() is None
+            and keras.backend.backend() == "tensorflow"
+            and keras_backend.cudnn_ok(
+                self.cell.cell_activation, self.cell.gate_activation, self.unroll, True
+            )
+        ):
+            self.supports_jit = False  # cuDNN's ops are not XLA's (as for keras.layers.LSTM)
+
+    def fused_kernel_refusal(self):
+        """Why the backend's fused LSTM kernel cannot compute this layer, or None if it can.
+
+        The kernel (`keras.layers.LSTM`'s, cuDNN on a GPU) computes the cell of
+        Gers et al. (2000) with tanh for g and h and a logistic σ, dropout on the
+        inputs only. So it serves `forget_gate=True` and, with the forget gate
+        pinned open (`CECLSTMCell.fused_weights`), the 1997 cell; not peepholes,
+        truncated gradients, recurrent dropout, other activations, or
+        `use_cudnn=False`. The backend may still decline at call time (no GPU,
+        a mask cuDNN cannot take), and the layer then runs its own loop.
+        """
+        cell = self.cell
+        reasons = [
+            (self.use_cudnn is False, "use_cudnn=False"),
+            (cell.peephole, "peephole connections"),
+            (cell.truncated_gradients, "truncated gradients"),
+            (cell.recurrent_dropout > 0, "recurrent dropout"),
+            (
+                cell.cell_activation is not activations.tanh
+                or cell.output_activation is not activations.tanh
+                or cell.gate_activation is not activations.sigmoid,
+                "activations other than tanh (g, h) and sigmoid (gates)",
+            ),
+        ]
+        found = [reason for refused, reason in reasons if refused]
+        return ", ".join(found) if found else None
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        if keras.tree.is_nested(mask):
+            mask = mask[0]
+        if self.fused_kernel_refusal() is None:
+            cell = self.cell
+            inputs = sequences
+            if training and cell.dropout:  # one mask per sequence, as the cell's loop draws
+                drop = ops.expand_dims(cell.get_dropout_mask(sequences[:, 0, :]), axis=1)
+                inputs = sequences * ops.broadcast_to(drop, ops.shape(sequences))
+            kernel, recurrent_kernel, bias = cell.fused_weights()
+            try:
+                return _fused_lstm(
+                    inputs,
+                    initial_state[0],
+                    initial_state[1],
+                    mask,
+                    kernel=kernel,
+                    recurrent_kernel=recurrent_kernel,
+                    bias=bias,
+                    activation=cell.cell_activation,
+                    recurrent_activation=cell.gate_activation,
+                    return_sequences=self.return_sequences,
+                    go_backwards=self.go_backwards,
+                    unroll=self.unroll,
+                )
+            except NotImplementedError:
+                pass  # the backend declined (no GPU, a mask it cannot take)
+        if self.use_cudnn is True:
+            raise ValueError(
+                "use_cudnn=True asks for the fused LSTM kernel, and this backend cannot run "
+                "it here (it needs a GPU with cuDNN, and right-padded masks). Pass "
+                "use_cudnn='auto' to fall back to the cell's own loop."
+            )
+        return super().inner_loop(sequences, initial_state, mask=mask, training=training)
 
     def build(self, sequences_shape, initial_state_shape=None):
         if len(sequences_shape) != 3:
@@ -653,6 +770,12 @@ class CECLSTM(keras.layers.RNN):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _fused_lstm(*args, **kwargs):
+    """The backend's fused LSTM (`keras.layers.LSTM`'s); raises NotImplementedError when it
+    cannot run (TensorFlow and JAX without a GPU). A function of its own so tests can spy."""
+    return keras_backend.lstm(*args, **kwargs)
 
 
 # Read-only views of the cell's arguments: `layer.units`, `layer.forget_gate`, ...

@@ -224,7 +224,8 @@ def test_keras_activation_names_set_keras_seqs_own():
         ({"unit_forget_bias": True}, "unit_forget_bias"),
         ({"forget_gate": True, "unit_forget_bias": "yes"}, "unit_forget_bias"),
         ({"implementation": 3}, "implementation"),
-        ({"use_cudnn": True}, "use_cudnn"),
+        ({"use_cudnn": "yes"}, "use_cudnn"),
+        ({"use_cudnn": True, "peephole": True}, "peephole connections"),
         ({"activation": "no_such_activation"}, "no_such_activation"),
     ],
 )

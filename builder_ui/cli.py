@@ -493,12 +493,24 @@ def _run_sweep(args: argparse.Namespace) -> int:
         table = compare.compare(store, result.run_ids)
     print(f"sweep {result.sweep_id}: {len(result.records)} runs in {args.runs}")
     print(_table_text(table))
-    return EXIT_OK if result.all_done else EXIT_RUN_NOT_DONE
+    # A trial the sweep's scheduler pruned ended as asked: not a failure of the sweep.
+    finished = all(record.status in ("done", "pruned") for record in result.records)
+    return EXIT_OK if finished else EXIT_RUN_NOT_DONE
 
 
 # --- keras-seq runs -------------------------------------------------------------------------------
 
-RUN_STATUSES = ("queued", "running", "done", "failed", "diverged", "cancelled", "interrupted")
+# The store's STATUSES, written out: importing the engine here would slow `keras-seq --help`.
+RUN_STATUSES = (
+    "queued",
+    "running",
+    "done",
+    "failed",
+    "diverged",
+    "cancelled",
+    "interrupted",
+    "pruned",
+)
 
 
 # The flags of `keras-seq runs` that change one run (at most one per call): flag -> its
@@ -882,7 +894,9 @@ def _run_validate(args: argparse.Namespace) -> int:
 
     trials = plan_sweep(spec)
     what = f"model {spec.model.type!r} on task {spec.task.type!r}"
-    if spec.sweep is not None:
+    if spec.sweep is not None and spec.sweep.method == "bayes":
+        what += f", {spec.sweep.num_trials} trials chosen from {len(trials)} combinations"
+    elif spec.sweep is not None:
         what += f", {len(trials)} trials"
     print(f"{args.spec}: valid ({what})")
     return EXIT_OK

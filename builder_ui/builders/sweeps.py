@@ -2,7 +2,9 @@
 
 `trials(spec)` validates each trial's document like any spec and checks its
 model against its task's kinds; the combinations that fail are all reported
-with their values in one `SpecError`. `expand(spec)` gives just the specs.
+with their values in one `SpecError`. `expand(spec)` gives just the specs;
+`trial(spec, number, values)` validates the one combination a `bayes` search
+chose.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from typing import Any
 
 from builder_ui.builders.validation import check_kinds, validate_spec
 from builder_ui.specs import ExperimentSpec, SpecError, shown
-from builder_ui.specs.sweep import grid_size, sweep_id, trial_documents
+from builder_ui.specs.sweep import grid_size, metric_mode, sweep_id, trial_document, trial_documents
 
-__all__ = ["Trial", "expand", "grid_size", "sweep_id", "trials"]
+__all__ = ["Trial", "expand", "grid_size", "metric_mode", "sweep_id", "trial", "trials"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +59,11 @@ def trials(spec: ExperimentSpec) -> list[Trial]:
 def expand(spec: ExperimentSpec) -> list[ExperimentSpec]:
     """The specs of a sweep's trials, named `"{name}-{i}"`, each validated."""
     return [trial.spec for trial in trials(spec)]
+
+
+def trial(spec: ExperimentSpec, number: int, values: dict[str, Any]) -> Trial:
+    """Trial `number` of `spec`'s sweep with `values` set, validated (a `SpecError` if not)."""
+    document = trial_document(spec, number, values)
+    result = validate_spec(document.data)
+    check_kinds(result)
+    return Trial(number, document.values, result)

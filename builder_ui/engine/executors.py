@@ -9,6 +9,14 @@
 Every trial is checked before the first run is created, so a sweep with one
 bad combination writes nothing and names the combination (`SpecError`).
 
+`method: bayes` and `scheduler: asha` (`builder_ui.engine.search`, Optuna) run
+locally: a `bayes` sweep checks every combination it may choose, then creates
+and trains one run at a time as the sampler chooses it (a trial that fails the
+data checks ends `failed` and the search goes on); a scheduler's weak trials
+end `pruned` at an epoch boundary, their epochs kept. A stopped `bayes` sweep
+resumes its `interrupted` trial; the trials not chosen yet are not created.
+The Ray executor refuses both for now.
+
 A local sweep stopped with Ctrl-C or killed leaves its trial in flight
 `interrupted` and the ones not started `queued`; `resume_sweep` (`keras-seq
 resume SWEEP_ID`) runs what is left, adding no trial.
@@ -18,9 +26,13 @@ cluster has GPUs, else one CPU. The task opens the same store directory
 (SQLite in WAL mode takes writers from several processes) and calls
 `builder_ui.engine.run` on its queued run, so a worker's epochs appear in the
 store as they end, as with the local executor. `address=` joins an existing
-cluster (`ray.init(address=...)`); otherwise a Ray instance already started in
-this process is used, or a local one is started (and stopped at the end). Ray
-is an optional dependency: `pip install keras-seq[ray]`.
+cluster (`ray.init(address=...)`; `"auto"` takes `RAY_ADDRESS` or the latest
+`ray start` on this machine); otherwise a Ray instance already started in this
+process is used, or a new local one is started (`ray.init(address="local")`,
+stopped at the end) even when the machine runs another cluster or a stale
+`ray_current_cluster` file points at one that is gone. Ray keeps its files
+under `RAY_TMPDIR` (default `/tmp`), in `ray/`. Ray is an optional dependency:
+`pip install keras-seq[ray]`.
 
 On a cluster of several machines the store directory must be on a file system
 that every node mounts at the same path, and SQLite's locking must work there
@@ -38,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from builder_ui.builders import load_spec, sweeps
-from builder_ui.engine import interrupts, train
+from builder_ui.engine import interrupts, search, train
 from builder_ui.engine.store import RunRecord, RunStore
 from builder_ui.specs import SpecError, shown
 
@@ -186,11 +198,26 @@ def run_sweep(
         )
     ray = _import_ray() if executor == "ray" else None  # fail before any work
     spec = load_spec(spec)
-    trial_specs = plan_sweep(spec)
+    smart = search.needs_search(spec.sweep)
+    if smart and executor == "ray":
+        field = "sweep.method" if spec.sweep.method == "bayes" else "sweep.scheduler"
+        raise SpecError(
+            [
+                (
+                    field,
+                    "method 'bayes' and scheduler 'asha' are not yet on the Ray executor; run "
+                    "the sweep locally (executor 'local')",
+                )
+            ]
+        )
     sweep_id = sweep_id or sweeps.sweep_id(spec)
+    if smart and spec.sweep.method == "bayes":
+        return SweepResult(sweep_id, tuple(_run_bayes(spec, store, sweep_id, callbacks, cancel)))
+    trial_specs = plan_sweep(spec)
+    study = _search(spec, trial_specs[0]) if smart else None  # Optuna missing: nothing written
     run_ids = [store.create_run(trial, sweep_id=sweep_id) for trial in trial_specs]
     if executor == "local":
-        records = _run_local(store, run_ids, callbacks, cancel)
+        records = _run_local(store, run_ids, callbacks, cancel, study)
     else:
         records = _run_ray(ray, store, run_ids, callbacks, address, num_cpus)
     return SweepResult(sweep_id, tuple(records))
@@ -199,7 +226,16 @@ def run_sweep(
 # --- local ------------------------------------------------------------------------------------
 
 
-def _run_local(store, run_ids, callbacks, cancel) -> list[RunRecord]:
+def _search(spec: Any, first_trial: Any) -> search.Search:
+    """The Optuna study of a sweep, on `sweep.metric` or the model's main validation metric."""
+    metric = spec.sweep.metric or train.preflight(first_trial).monitor_metric
+    try:
+        return search.Search(spec.sweep, metric)
+    except ImportError as error:
+        raise ExecutorError(str(error)) from None
+
+
+def _run_local(store, run_ids, callbacks, cancel, study=None) -> list[RunRecord]:
 
     records = []
     with interrupts.remembered():
@@ -209,9 +245,41 @@ def _run_local(store, run_ids, callbacks, cancel) -> list[RunRecord]:
             # On Ctrl-C (or a kill) the trials not started stay `queued`, and the one
             # training `interrupted`: `resume_sweep` (`keras-seq resume SWEEP`) runs them.
             interrupts.raise_if_pressed()
-            records.append(train.run(None, store=store, run_id=run_id, callbacks=callbacks))
+            trial = study.start() if study is not None else None
+            prune = study.pruner(trial) if study is not None else None
+            record = train.run(None, store=store, run_id=run_id, callbacks=callbacks, prune=prune)
+            if study is not None:
+                study.tell(trial, record)
+            records.append(record)
     # Trials that never started because the sweep was cancelled do not stay queued.
     _cancel_queued(store, run_ids[len(records) :])
+    return [store.get(run_id) for run_id in run_ids]
+
+
+def _run_bayes(spec, store, sweep_id, callbacks, cancel) -> list[RunRecord]:
+    """`method: bayes`: each trial chosen by the study from the results so far, then trained."""
+    candidates = sweeps.trials(spec)  # every combination it may choose, validated
+    study = _search(spec, candidates[0].spec)
+    run_ids = []
+    with interrupts.remembered():
+        for number in range(spec.sweep.num_trials):
+            if cancel is not None and cancel.is_set():
+                break
+            interrupts.raise_if_pressed()
+            trial, values = study.ask()
+            run_id = store.create_run(sweeps.trial(spec, number, values).spec, sweep_id=sweep_id)
+            run_ids.append(run_id)
+            try:
+                train.run(
+                    None,
+                    store=store,
+                    run_id=run_id,
+                    callbacks=callbacks,
+                    prune=study.pruner(trial),
+                )
+            except SpecError:
+                pass  # a data check failed: the engine marked the run `failed`; the search goes on
+            study.tell(trial, store.get(run_id), values)
     return [store.get(run_id) for run_id in run_ids]
 
 
@@ -289,7 +357,9 @@ def _run_ray(ray, store, run_ids, callbacks, address, num_cpus) -> list[RunRecor
         if address is not None:
             options["address"] = address
         else:
-            options.update(num_cpus=num_cpus, include_dashboard=False)
+            # A new instance of our own: without "local", ray.init() joins whatever
+            # RAY_ADDRESS or <RAY_TMPDIR>/ray/ray_current_cluster names, even a dead cluster.
+            options.update(address="local", num_cpus=num_cpus, include_dashboard=False)
         try:
             ray.init(**options)
         except Exception as error:

@@ -15,10 +15,13 @@ store is opened, runs whose process has died while `running` are marked
 
 A run moves through these states::
 
-    queued ──▶ running ──▶ done | failed | diverged | cancelled
+    queued ──▶ running ──▶ done | failed | diverged | cancelled | pruned
                   │  ▲
                   ▼  │ (resume)
               interrupted
+
+`pruned`: a sweep's scheduler stopped the run at an epoch boundary (a weak
+trial); its finished epochs are kept, no model is saved.
 
 Artifacts are written to a temporary name in the run's directory and renamed
 into place (`RunStore.atomic_artifact`), so a reader never sees half a file.
@@ -47,19 +50,29 @@ from typing import Any
 SCHEMA_VERSION = 1
 DB_NAME = "runs.sqlite"
 
-STATUSES = ("queued", "running", "done", "failed", "diverged", "cancelled", "interrupted")
-FINAL_STATUSES = frozenset({"done", "failed", "diverged", "cancelled"})
+STATUSES = (
+    "queued",
+    "running",
+    "done",
+    "failed",
+    "diverged",
+    "cancelled",
+    "interrupted",
+    "pruned",
+)
+FINAL_STATUSES = frozenset({"done", "failed", "diverged", "cancelled", "pruned"})
 
 # Which status may follow which. A final status is never left; `interrupted`
 # goes back to `running` when the run is resumed.
 TRANSITIONS: dict[str, frozenset[str]] = {
     "queued": frozenset({"running", "failed", "cancelled"}),
-    "running": frozenset({"done", "failed", "diverged", "cancelled", "interrupted"}),
+    "running": frozenset({"done", "failed", "diverged", "cancelled", "interrupted", "pruned"}),
     "interrupted": frozenset({"running", "failed", "cancelled"}),
     "done": frozenset(),
     "failed": frozenset(),
     "diverged": frozenset(),
     "cancelled": frozenset(),
+    "pruned": frozenset(),
 }
 
 # Run ids are made by `new_run_id`; anything used as a directory name must

@@ -40,7 +40,10 @@ exact match for seq2seq, pointer accuracy for pointer networks).
 7. when `cancel` or `interrupt` is given, a check that stops training after
    the current batch once one is set (last, so that a callback of this batch
    can set it): `cancel` ends the run `cancelled`, `interrupt` (the app
-   stopping) ends it `interrupted` with its checkpoint, resumable.
+   stopping) ends it `interrupted` with its checkpoint, resumable;
+8. when `prune` is given (a sweep's scheduler, `builder_ui.engine.search`), a
+   check after each recorded epoch: `prune(epoch, logs)` true stops training
+   there and the run ends `pruned`, its epochs kept, no model saved.
 
 Runs in one process take turns (a lock): the dtype policy and the random
 seeds are global to the process. Run trials in parallel in separate processes
@@ -383,6 +386,26 @@ class _BadCheckpoint(Exception):
     """A checkpoint in `<run>/backup/` that cannot be resumed from; the message says why."""
 
 
+def _prune_check(recorder, prune, pruned_at):
+    """A Keras callback asking `prune(epoch, logs)` after each epoch the recorder recorded.
+
+    After the recorder in the list: an epoch is recorded before it can end the
+    run. When `prune` says yes, the epoch goes into `pruned_at` and `fit` stops.
+    """
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    class PruneCheck(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if recorder.cut_short or recorder.diverged_at is not None:
+                return
+            if prune(epoch + 1, dict(recorder.last_logs or {})):
+                pruned_at.append(epoch + 1)
+                self.model.stop_training = True
+
+    return PruneCheck()
+
+
 def _note(store: RunStore, run_id: str, message: str) -> None:
     """Tell a checkpoint problem: a warning in the log and a line in `<run>/checkpoint.log`."""
     line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} run {run_id}: checkpoint: {message}.\n"
@@ -518,6 +541,7 @@ def run(
     resume: bool = False,
     cancel: Any = None,
     interrupt: Any = None,
+    prune: Any = None,
 ) -> RunRecord:
     """Train `spec`, record the run in `store`, and return its final record.
 
@@ -536,10 +560,14 @@ def run(
         interrupt: Like `cancel`, but the run ends `interrupted`, keeping its
             finished epochs and checkpoint, to be resumed (the app sets it
             when it stops).
+        prune: `prune(epoch, logs) -> bool`, called after each recorded epoch
+            (1-based, the epoch's logs): true stops training there and the
+            run ends `pruned` (a sweep's scheduler).
 
     Returns:
         The final `RunRecord`, whose `status` is `done`, `diverged`,
-        `cancelled`, `interrupted` (when `interrupt` was set) or `failed`
+        `cancelled`, `interrupted` (when `interrupt` was set), `pruned` (when
+        `prune` said so) or `failed`
         (with `error` set, and the traceback in the artifact `traceback.txt`).
 
     Raises:
@@ -612,10 +640,11 @@ def run(
             keras_callbacks,
             progress,
             (cancel, interrupt),
+            prune,
         )
 
 
-def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progress, stops):
+def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progress, stops, prune):
     """Build, fit, evaluate and save; every outcome ends in a final (or interrupted) status.
 
     `stops` is `(cancel, interrupt)`, either None or an event (see `run`).
@@ -689,6 +718,9 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
             fit_callbacks += keras_callbacks
             if cancel is not None or interrupt is not None or interrupts.watching():
                 fit_callbacks.append(CancelCheck(recorder))
+            pruned_at = []
+            if prune is not None:
+                fit_callbacks.append(_prune_check(recorder, prune, pruned_at))
 
             fit_seconds = 0.0
             if cancel is not None and cancel.is_set():
@@ -731,6 +763,23 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                     run_id,
                     "cancelled",
                     error="Cancelled; no model was saved.",
+                    wall_time=time.perf_counter() - started,
+                    **timing,
+                )
+            elif pruned_at:
+                # Its metrics are where it stood when stopped: the last epoch's validation logs,
+                # named as a finished run's (`val_loss` is `loss`: they are validation metrics).
+                last = recorder.last_logs or {}
+                record = store.finish(
+                    run_id,
+                    "pruned",
+                    metrics={
+                        key.removeprefix("val_"): value
+                        for key, value in last.items()
+                        if key.startswith("val_")
+                    },
+                    error=f"Pruned by the sweep's scheduler after epoch {pruned_at[0]} (a weak "
+                    "trial); its epochs are kept, no model was saved.",
                     wall_time=time.perf_counter() - started,
                     **timing,
                 )

@@ -268,31 +268,66 @@ class TrainSpec(StrictModel):
 MAX_SWEEP_TRIALS = 10_000
 
 
+class AshaSchedulerSpec(StrictModel):
+    """Asynchronous successive halving (ASHA): stop a sweep's weak trials at epoch boundaries.
+
+    Rung k is at epoch `grace_period · reduction_factorᵏ`; a trial reaching a rung
+    goes on only if its `sweep.metric` there is in the best `1 / reduction_factor`
+    of the trials that reached it so far (while fewer than `reduction_factor`
+    trials have, only the best goes on). Locally this is Optuna's
+    `SuccessiveHalvingPruner(min_resource=grace_period, reduction_factor=...)`.
+
+    References: Li et al. 2020, "A System for Massively Parallel Hyperparameter Tuning"
+    (MLSys); Jamieson & Talwalkar 2016, "Non-stochastic Best Arm Identification and
+    Hyperparameter Optimization" (successive halving).
+
+    Args:
+        grace_period: Epochs every trial trains before it can be stopped.
+        reduction_factor: η: the fraction `1/η` of trials kept at each rung.
+    """
+
+    type: Literal["asha"] = "asha"
+    grace_period: Annotated[int, Field(ge=1, le=MAX_EPOCHS)] = 1
+    reduction_factor: Annotated[int, Field(ge=2, le=100)] = 3
+
+
 class SweepSpec(StrictModel):
     """A family of experiments: values to try for some fields of the spec.
 
     Args:
-        method: `grid` (every combination) or `random` (`num_trials`
-            distinct combinations drawn with `seed`).
-        num_trials: Trials to draw; required for `random`, not allowed for
-            `grid`.
-        seed: Seed of the random draw.
+        method: `grid` (every combination), `random` (`num_trials` distinct
+            combinations drawn with `seed`) or `bayes` (`num_trials`
+            distinct combinations chosen one after another by Optuna's TPE
+            sampler, seeded with `seed`, from the results so far).
+        num_trials: Trials to run; required for `random` and `bayes`, not
+            allowed for `grid`.
+        seed: Seed of the random draw or of the sampler.
         parameters: Field path (`model.encoder.units`, `train.learning_rate`)
             to the list of values to try.
+        metric: The validation metric `bayes` optimises and the scheduler
+            compares (`val_loss`, `val_accuracy`); default: the model's main
+            validation metric (`Prepared.monitor_metric`).
+        mode: `min` or `max` the metric; `auto`: `min` for a name that ends in
+            `loss` or `error`, else `max`.
+        scheduler: `{type: asha, grace_period, reduction_factor}` to stop weak
+            trials early (recorded `pruned`, their epochs kept); any method.
     """
 
-    method: Literal["grid", "random"] = "grid"
+    method: Literal["grid", "random", "bayes"] = "grid"
     num_trials: Annotated[int, Field(ge=1, le=MAX_SWEEP_TRIALS)] | None = None
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     parameters: Annotated[dict[str, Annotated[list[Any], Field(min_length=1)]], Field(min_length=1)]
+    metric: Annotated[str, Field(pattern=r"^val_[A-Za-z0-9_]+$")] | None = None
+    mode: Literal["auto", "min", "max"] = "auto"
+    scheduler: AshaSchedulerSpec | None = None
 
     @model_validator(mode="after")
     def _trials_match_method(self) -> SweepSpec:
-        if self.method == "random" and self.num_trials is None:
-            raise ValueError("num_trials: required when method is 'random'")
+        if self.method in ("random", "bayes") and self.num_trials is None:
+            raise ValueError(f"num_trials: required when method is {self.method!r}")
         if self.method == "grid" and self.num_trials is not None:
             raise ValueError(
-                f"num_trials: only used when method is 'random' (grid tries every "
+                f"num_trials: only used when method is 'random' or 'bayes' (grid tries every "
                 f"combination), got {self.num_trials}"
             )
         return self

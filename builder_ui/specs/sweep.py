@@ -2,15 +2,20 @@
 
     name: attention
     sweep:
-      method: grid                       # or random, with num_trials and seed
+      method: grid                       # or random / bayes, with num_trials and seed
       parameters:
         model.attention: [null, bahdanau, luong_general]
         train.learning_rate: [0.001, 0.01]
+      scheduler: {type: asha, grace_period: 1, reduction_factor: 3}   # optional
 
 `trial_documents(spec)` gives each trial's document, named `"{name}-{i}"` (`i`
 from 0), without its `sweep` section: `grid` takes every combination, the first
 parameter varying slowest; `random` draws `num_trials` distinct combinations
-with `seed`. A parameter must name a field that the spec has
+with `seed`; `bayes` chooses its `num_trials` one after another while the
+sweep runs (`builder_ui.engine.search`), so here its documents are every
+combination it may choose from, each checked before the first trial trains
+(`trial_document` makes the document of the combination chosen). A parameter
+must name a field that the spec has
 (`model.encoder.units`, not `model.units` when the units live in the encoder;
 in a list of items with ids, an item by its id: `model.nodes.encoder.params.units`);
 `check_paths` refuses an unknown path when the spec is validated. The trials'
@@ -90,7 +95,7 @@ def check_paths(spec: ExperimentSpec) -> None:
                 "or use method: random",
             )
         )
-    elif spec.sweep.method == "random" and spec.sweep.num_trials > size:
+    elif spec.sweep.method in ("random", "bayes") and spec.sweep.num_trials > size:
         problems.append(
             (
                 "sweep.num_trials",
@@ -162,21 +167,31 @@ def trial_documents(spec: ExperimentSpec) -> list[TrialDocument]:
     check_paths(spec)
     sweep = spec.sweep
     size = grid_size(spec)
-    if sweep.method == "grid":
-        indices = list(range(size))
-    else:
+    if sweep.method == "random":
         indices = random.Random(sweep.seed).sample(range(size), sweep.num_trials)
-    base = spec.to_dict()
-    base["sweep"] = None
-    documents = []
-    for number, index in enumerate(indices):
-        values = _combination(sweep.parameters, index)
-        data = copy.deepcopy(base)
-        data["name"] = f"{spec.name}-{number}"
-        for key, value in values.items():
-            _set(data, key, value)
-        documents.append(TrialDocument(number, values, data))
-    return documents
+    else:  # grid: every combination; bayes: every combination it may choose
+        indices = list(range(size))
+    return [
+        trial_document(spec, number, _combination(sweep.parameters, index))
+        for number, index in enumerate(indices)
+    ]
+
+
+def trial_document(spec: ExperimentSpec, number: int, values: dict[str, Any]) -> TrialDocument:
+    """The document of trial `number`: the spec with `values` set, named `"{name}-{number}"`."""
+    data = spec.to_dict()
+    data["sweep"] = None
+    data["name"] = f"{spec.name}-{number}"
+    for key, value in values.items():
+        _set(data, key, value)
+    return TrialDocument(number, dict(values), data)
+
+
+def metric_mode(metric: str, mode: str = "auto") -> str:
+    """`"min"` or `"max"`: `mode` itself, or for `auto` `min` when `metric` is a loss or error."""
+    if mode != "auto":
+        return mode
+    return "min" if metric.endswith(("loss", "error")) else "max"
 
 
 def sweep_id(spec: ExperimentSpec) -> str:

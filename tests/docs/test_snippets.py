@@ -64,7 +64,7 @@ def _page_id(page) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", python_pages(), ids=_page_id)
-def test_python_blocks_of_the_page_run_in_order(page, tmp_path):
+def test_python_blocks_of_the_page_run_in_order(page, tmp_path, tmp_path_factory):
     runnable = [
         {"where": block.where, "code": block.code}
         for block in blocks(page, "python")
@@ -79,7 +79,11 @@ def test_python_blocks_of_the_page_run_in_order(page, tmp_path):
         "MPLBACKEND": "Agg",
         "TF_CPP_MIN_LOG_LEVEL": "3",
         "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow"),
+        # A Ray of the page's own (the Ray how-to starts one), never the machine's /tmp/ray;
+        # short, as Ray's Unix sockets live under it.
+        "RAY_TMPDIR": str(tmp_path_factory.mktemp("ray")),
     }
+    env.pop("RAY_ADDRESS", None)
     result = subprocess.run(
         [sys.executable, "runner.py", "blocks.json"],
         cwd=tmp_path,

@@ -43,6 +43,17 @@ def _trial_specs(spec: ExperimentSpec) -> tuple[list[ExperimentSpec], str | None
 
     if spec.sweep is None:
         return [spec], None
+    if spec.sweep.method == "bayes" or spec.sweep.scheduler is not None:
+        field = "sweep.method" if spec.sweep.method == "bayes" else "sweep.scheduler"
+        raise SpecError(
+            [
+                (
+                    field,
+                    "method 'bayes' and scheduler 'asha' are not yet queued by the app; run the "
+                    "sweep with `keras-seq sweep SPEC` (its runs appear in Compare)",
+                )
+            ]
+        )
     count = sweeps.grid_size(spec) if spec.sweep.method == "grid" else spec.sweep.num_trials
     if count > MAX_RUNS_PER_SUBMIT:
         raise AppError(
@@ -444,9 +455,12 @@ def progress_html(ctx: AppContext, run_id: str | None) -> str:
         if record.error and status != "done":
             parts.append(html.escape(record.error))
     width = f"{100 * fraction:.1f}%"
-    colour = {"failed": "#dc2626", "diverged": "#dc2626", "cancelled": "#9ca3af"}.get(
-        status, "#2563eb"
-    )
+    colour = {
+        "failed": "#dc2626",
+        "diverged": "#dc2626",
+        "cancelled": "#9ca3af",
+        "pruned": "#d97706",
+    }.get(status, "#2563eb")
     return (
         f'<div id="ks-progress" data-status="{status}" data-run="{html.escape(run_id)}">'
         f'<div style="background:#e5e7eb;border-radius:4px;height:14px;overflow:hidden">'

@@ -78,10 +78,25 @@ def test_missing_ray_names_the_extra_to_install(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def local_ray():
+def ray_tmpdir(tmp_path_factory, monkeypatch):
+    """A Ray temp directory of the test's own, so no test reads or writes the machine's /tmp/ray.
+
+    Short (`/tmp/pytest-of-USER/pytest-N/rayK`): Ray's sockets live under it, and a Unix
+    socket path may not exceed 107 bytes. Also no `RAY_ADDRESS` from the environment.
+    """
+    pytest.importorskip("ray")
+    root = tmp_path_factory.mktemp("ray")
+    monkeypatch.setenv("RAY_TMPDIR", str(root))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    return root / "ray"  # what Ray makes of RAY_TMPDIR
+
+
+@pytest.fixture
+def local_ray(ray_tmpdir):
     ray = pytest.importorskip("ray")
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     ray.init(
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
@@ -111,6 +126,25 @@ def test_ray_runs_each_trial_in_a_worker_into_one_store(local_ray, tmp_path):
         assert record.pid != os.getpid()  # trained in a Ray worker, not here
         assert (store.artifact_dir(record.id) / "model.keras").is_file()
     assert local_ray.is_initialized()  # an instance started by the caller is left running
+
+
+@pytest.mark.slow
+def test_ray_starts_its_own_instance_despite_a_stale_cluster_file(ray_tmpdir, tmp_path):
+    # What a `ray start` whose processes are gone leaves behind: the address of a dead cluster.
+    # A plain ray.init() tried to join it and refused num_cpus ("When connecting to an existing
+    # cluster, num_cpus and num_gpus must not be provided").
+    ray = pytest.importorskip("ray")
+    ray_tmpdir.mkdir(parents=True)
+    (ray_tmpdir / "ray_current_cluster").write_text("127.0.0.1:1\n", encoding="utf-8")
+    store = RunStore(tmp_path / "runs")
+    document = {**SWEEP, "sweep": {"parameters": {"model.encoder.cell": ["gru"]}}}
+    result = executors.run_sweep(document, store=store, executor="ray", num_cpus=2)
+    records = store.list_runs(sweep_id=result.sweep_id, history=True)
+    assert [record.status for record in records] == ["done"], [r.error for r in records]
+    assert records[0].pid != os.getpid()  # trained in a worker of the instance it started
+    assert not ray.is_initialized()  # the instance it started is stopped at the end
+    # Its session lived in the test's Ray directory, not the machine's.
+    assert any(path.name.startswith("session_") for path in ray_tmpdir.iterdir())
 
 
 @pytest.mark.parametrize("command", ["train", "sweep"])

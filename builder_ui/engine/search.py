@@ -1,0 +1,209 @@
+"""Smarter search for local sweeps: Optuna's TPE sampler (`method: bayes`) and its pruners.
+
+    sweep: {method: bayes, num_trials: 6, seed: 0,
+            parameters: {train.learning_rate: [0.001, 0.01, 0.1]},
+            scheduler: {type: asha, grace_period: 1, reduction_factor: 3}}
+
+One Optuna study per sweep, in memory, in the driver (the run store stays the
+record of what ran; nothing of Optuna's is written to disk):
+
+- `method: bayes` asks the study for each trial in turn. The TPE sampler
+  (Bergstra et al. 2011, "Algorithms for Hyper-Parameter Optimization")
+  chooses each parameter from the spec's list of values (a categorical choice:
+  the values as given when they are numbers, strings, booleans or null, else
+  their positions in the list) from the metrics of the trials so far. A
+  combination already tried is told the value it reached and asked again, so
+  every trial runs a new one; after `MAX_ASKS` repeats an untried combination is
+  drawn with the sweep's seed.
+- `scheduler: asha` reports each epoch's `sweep.metric` to the trial
+  (`trial.report(value, epoch)`) and asks `trial.should_prune()` at the epoch's
+  end, through `optuna.pruners.SuccessiveHalvingPruner(min_resource=grace_period,
+  reduction_factor=...)`; with `grid` and `random` the trials are the planned
+  ones, in order, each pruned against the trials before it.
+
+A trial's objective is `sweep.metric` at its last recorded epoch. A pruned
+trial is told `PRUNED`, a failed or diverged one `FAIL` (the sampler then
+avoids neither and learns nothing from it).
+
+Optuna is an optional dependency: `pip install keras-seq[search]`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import random
+from typing import Any
+
+from builder_ui.builders import sweeps
+from builder_ui.engine.store import RunRecord
+
+SEARCH_INSTALL_HINT = "pip install keras-seq[search]"
+# How many times a repeated combination is asked again before one is drawn at random.
+MAX_ASKS = 100
+
+_PRIMITIVE = (str, int, float, bool, type(None))
+
+
+def import_optuna():
+    """Import Optuna, or raise `ImportError` saying how to install it."""
+    try:
+        return importlib.import_module("optuna")
+    except ImportError as error:
+        raise ImportError(
+            f"sweep.method 'bayes' and sweep.scheduler need Optuna, which is not installed "
+            f"({error}); install it with `{SEARCH_INSTALL_HINT}`."
+        ) from None
+
+
+def needs_search(sweep: Any) -> bool:
+    """Whether a `SweepSpec` needs a study: `method: bayes` or a scheduler."""
+    return sweep is not None and (sweep.method == "bayes" or sweep.scheduler is not None)
+
+
+class Search:
+    """The study of one sweep; see the module docstring.
+
+    Args:
+        sweep: The spec's `SweepSpec`.
+        metric: The metric to optimise and prune on (`sweep.metric`, else the
+            model's main validation metric).
+    """
+
+    def __init__(self, sweep: Any, metric: str):
+        optuna = import_optuna()
+        self.optuna = optuna
+        self.sweep = sweep
+        self.metric = metric
+        self.mode = sweeps.metric_mode(metric, sweep.mode)
+        pruner = optuna.pruners.NopPruner()
+        if sweep.scheduler is not None:
+            pruner = optuna.pruners.SuccessiveHalvingPruner(
+                min_resource=sweep.scheduler.grace_period,
+                reduction_factor=sweep.scheduler.reduction_factor,
+                min_early_stopping_rate=0,
+            )
+        self.study = optuna.create_study(
+            direction="minimize" if self.mode == "min" else "maximize",
+            sampler=optuna.samplers.TPESampler(seed=sweep.seed),
+            pruner=pruner,
+        )
+        self._tried: dict[str, float | None] = {}  # combination key -> its objective
+        self._random = random.Random(sweep.seed)
+
+    # --- choosing (bayes) ---------------------------------------------------------------------
+
+    def _choices(self, key: str) -> list[Any]:
+        values = self.sweep.parameters[key]
+        if all(isinstance(value, _PRIMITIVE) for value in values):
+            return list(values)
+        return list(range(len(values)))
+
+    def _values(self, trial: Any) -> dict[str, Any]:
+        values = {}
+        for key, options in self.sweep.parameters.items():
+            choices = self._choices(key)
+            chosen = trial.suggest_categorical(key, choices)
+            values[key] = options[choices.index(chosen)]
+        return values
+
+    @staticmethod
+    def _key(values: dict[str, Any]) -> str:
+        return repr(sorted(values.items()))
+
+    def ask(self) -> tuple[Any, dict[str, Any]]:
+        """The next trial and the values it sets: a combination not tried yet."""
+        for _ in range(MAX_ASKS):
+            trial = self.study.ask()
+            values = self._values(trial)
+            key = self._key(values)
+            if key not in self._tried:
+                self._tried[key] = None
+                return trial, values
+            # Tried already: tell it the value it reached, so the sampler moves on.
+            self.tell_value(trial, self._tried[key])
+        untried = [
+            combination
+            for combination in _combinations(self.sweep.parameters)
+            if self._key(combination) not in self._tried
+        ]
+        values = self._random.choice(untried)
+        self.study.enqueue_trial(
+            {
+                key: self._choices(key)[self.sweep.parameters[key].index(value)]
+                for key, value in values.items()
+            }
+        )
+        trial = self.study.ask()
+        values = self._values(trial)  # the enqueued values, as this trial's suggestions
+        self._tried[self._key(values)] = None
+        return trial, values
+
+    # --- following a planned trial (grid, random) ---------------------------------------------
+
+    def start(self) -> Any:
+        """A trial of the study for a planned run (grid or random): no suggestions, only reports."""
+        return self.study.ask()
+
+    # --- pruning and telling ------------------------------------------------------------------
+
+    def pruner(self, trial: Any):
+        """`prune(epoch, logs)` for `engine.run`: reports the metric, says whether to stop."""
+        if self.sweep.scheduler is None:
+            return None
+
+        def prune(epoch: int, logs: dict[str, Any]) -> bool:
+            if self.metric not in logs:
+                raise ValueError(
+                    f"sweep.metric: expected one of this run's metrics "
+                    f"({', '.join(sorted(logs))}), got {self.metric!r}"
+                )
+            value = logs[self.metric]
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                return False  # nothing to compare (NaN is the engine's `diverged`)
+            trial.report(float(value), epoch)
+            return trial.should_prune()
+
+        return prune
+
+    def objective(self, record: RunRecord) -> float | None:
+        """`sweep.metric` at the run's last recorded epoch, or None."""
+        for row in reversed(record.history):
+            value = row.metrics.get(self.metric)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                return float(value)
+        return None
+
+    def tell(self, trial: Any, record: RunRecord, values: dict[str, Any] | None = None) -> None:
+        """Tell the study how the trial's run ended (`values`: what `ask` gave, for `bayes`)."""
+        if record.status == "pruned":
+            self.study.tell(trial, state=self.optuna.trial.TrialState.PRUNED)
+            if values is not None:
+                self._tried[self._key(values)] = None
+            return
+        value = self.objective(record) if record.status == "done" else None
+        self.tell_value(trial, value, values)
+
+    def tell_value(
+        self, trial: Any, value: float | None, values: dict[str, Any] | None = None
+    ) -> None:
+        """Tell the study a finished trial's objective (None: it failed).
+
+        With `values` (what `ask` gave), a later repeat of them is told the same.
+        """
+        if value is None:
+            self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
+        else:
+            self.study.tell(trial, value)
+        if values is not None:
+            self._tried[self._key(values)] = value
+
+
+def _combinations(parameters: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    combos: list[dict[str, Any]] = [{}]
+    for key, options in parameters.items():
+        combos = [{**combo, key: option} for combo in combos for option in options]
+    return combos
+
+
+__all__ = ["MAX_ASKS", "SEARCH_INSTALL_HINT", "Search", "import_optuna", "needs_search"]

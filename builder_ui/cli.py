@@ -10,7 +10,8 @@
     keras-seq runs --rename RUN NAME | --add-tag RUN TAG... | --remove-tag RUN TAG...
                    | --note RUN TEXT | --star RUN | --unstar RUN | --archive RUN
                    | --unarchive RUN | --delete RUN [--yes]
-    keras-seq export RUN --format keras|savedmodel|python [--out PATH] [--runs DIR]
+    keras-seq export RUN --format keras|savedmodel|python|onnx|litert [--out PATH]
+                     [--batch-size N] [--runs DIR]
     keras-seq resume RUN|SWEEP [--runs DIR]
     keras-seq schema [--out FILE]
     keras-seq validate SPEC [--set FIELD=VALUE ...]
@@ -736,16 +737,25 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         required=True,
-        choices=("keras", "savedmodel", "python"),
+        choices=("keras", "savedmodel", "python", "onnx", "litert"),
         help="keras: the .keras file; savedmodel: a TensorFlow SavedModel (and a zip); "
-        "python: a script that rebuilds the architecture",
+        "python: a script that rebuilds the architecture; onnx: an ONNX file for "
+        "onnxruntime; litert: a TensorFlow Lite file for the LiteRT interpreter "
+        "(an encoder-decoder: its greedy decode loop, ids in and out)",
     )
     parser.add_argument(
         "--out",
         type=Path,
         metavar="PATH",
-        help="also copy the export to PATH (a .keras or .py suffix is added if missing); "
-        "refused if something is there",
+        help="also copy the export to PATH (a .keras, .py, .onnx or .tflite suffix is added "
+        "if missing); refused if something is there",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="litert only: the batch size the file takes (default 1; a LiteRT file's batch "
+        "size is fixed)",
     )
     parser.add_argument(
         "--force",
@@ -762,7 +772,14 @@ def _run_export(args: argparse.Namespace) -> int:
 
     with _existing_store(args) as store:
         try:
-            path = export.export(store, args.run, args.format, out=args.out, force=args.force)
+            path = export.export(
+                store,
+                args.run,
+                args.format,
+                out=args.out,
+                force=args.force,
+                batch_size=args.batch_size,
+            )
         except export.ExportError as error:
             raise InputError(str(error)) from None
         print(path)

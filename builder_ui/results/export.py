@@ -1,8 +1,10 @@
-"""Export a finished run's model: a `.keras` file, a TensorFlow SavedModel, or a Python script.
+"""Export a finished run's model: a `.keras` file, a SavedModel, a Python script, ONNX, LiteRT.
 
     export(store, run_id, "keras")       <run>/model.keras (written by the engine)
     export(store, run_id, "savedmodel")  <run>/export/savedmodel/ and savedmodel.zip
     export(store, run_id, "python")      <run>/export/model.py
+    export(store, run_id, "onnx")        <run>/export/model.onnx
+    export(store, run_id, "litert")      <run>/export/model.tflite (batch_size=1 unless given)
 
 - `keras`: the model as the engine saved it; loads with
   `keras.saving.load_model(path, safe_mode=True)` (import keras_seq first, so
@@ -22,6 +24,14 @@
   with literal arguments (`builder_ui.results.model_source`). It is checked before it
   is written: run here, it must give the same parameter count and the same
   layer configs.
+- `onnx` (for onnxruntime) and `litert` (a TensorFlow Lite flatbuffer, for
+  the LiteRT interpreter): the model's forward pass, or for an
+  encoder–decoder its greedy decode loop from source ids to target ids,
+  scores and lengths (no text: see `builder_ui.results.onnx_litert`, which
+  also says how each is converted and why). A LiteRT file has a fixed batch
+  size (`batch_size`, default 1). A run that trained in mixed precision, or
+  a backend other than TensorFlow, is refused with the reason; so is a model
+  with an operator the format has no conversion for (named).
 
 Only a `done` run has a model: a diverged, failed or cancelled run exports
 nothing. Every file is written to a temporary name and renamed into place, and
@@ -47,15 +57,20 @@ from builder_ui.builders import load_spec, load_task
 from builder_ui.engine import devices
 from builder_ui.engine.store import RunNotFoundError, RunStore
 from builder_ui.engine.train import MODEL_FILE, VOCABULARIES_FILE
+from builder_ui.results import onnx_litert
 from builder_ui.results.inspection import translation_length
 from builder_ui.results.model_source import SourceError, model_source
 from builder_ui.specs import dump_spec
 
-FORMATS = ("keras", "savedmodel", "python")
+FORMATS = ("keras", "savedmodel", "python", "onnx", "litert")
 EXPORT_DIR = "export"
 SAVEDMODEL_DIR = "savedmodel"
 SAVEDMODEL_ZIP = "savedmodel.zip"
 PYTHON_FILE = "model.py"
+ONNX_FILE = "model.onnx"
+LITERT_FILE = "model.tflite"
+# The largest batch a LiteRT file may be written for; far past anything useful.
+MAX_LITERT_BATCH_SIZE = 2**16
 
 
 class ExportError(ValueError):
@@ -171,8 +186,10 @@ def _task_from_document(document: dict[str, Any]) -> Any:
     )
 
 
-# The file suffix of each format's export (`load_model` refuses a .keras file without it).
-SUFFIXES = {"keras": ".keras", "python": ".py"}
+# The file of each single-file format, and its suffix (`load_model` refuses a .keras file
+# without it).
+FILES = {"keras": MODEL_FILE, "python": PYTHON_FILE, "onnx": ONNX_FILE, "litert": LITERT_FILE}
+SUFFIXES = {format: Path(name).suffix for format, name in FILES.items()}
 
 
 def export(
@@ -182,22 +199,24 @@ def export(
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,
+    batch_size: int | None = None,
 ) -> Path:
     """Export a finished run's model; see the module docstring for the formats.
 
     Args:
         store: The run store.
         run_id: A `done` run.
-        format: `"keras"`, `"savedmodel"` or `"python"`.
+        format: `"keras"`, `"savedmodel"`, `"python"`, `"onnx"` or `"litert"`.
         out: Also copy the export to this path (a file, or for `savedmodel`
             a directory; its parent is created). A file path without a
-            suffix gets the format's (`.keras`, `.py`); an existing directory
-            given for a file export receives the file. What is there already
-            is refused (see `force`).
+            suffix gets the format's (`.keras`, `.py`, `.onnx`, `.tflite`);
+            an existing directory given for a file export receives the file.
+            What is there already is refused (see `force`).
         force: Replace an existing file of the same kind, or a directory
             holding a SavedModel (`saved_model.pb`). A directory holding
             anything else is never replaced, so an export cannot delete what
             it did not write.
+        batch_size: `litert` only: the batch size the file takes (default 1).
 
     Returns:
         The path of the export: `out` if given, else the artifact in the
@@ -208,17 +227,39 @@ def export(
             that cannot be exported in this format (with the reason).
     """
     check_format(format)
+    batch_size = _check_batch_size(format, batch_size)
     target = None if out is None else _out_path(Path(out), format, force)
     record = finished_record(store, run_id)
     if format == "keras":
         path = store.artifact_path(run_id, MODEL_FILE)
     elif format == "savedmodel":
         path = _export_savedmodel(store, record)
-    else:
+    elif format == "python":
         path = _export_python(store, record)
+    else:
+        path = _export_runtime(store, record, format, batch_size)
     if target is None:
         return path
     return _copy_out(path, target)
+
+
+def _check_batch_size(format: str, batch_size: int | None) -> int | None:
+    if batch_size is None:
+        return 1 if format == "litert" else None
+    if format != "litert":
+        raise ExportError(
+            f"batch_size: only for the 'litert' format (a LiteRT file has a fixed batch size), "
+            f"got batch_size={batch_size!r} with format {format!r}"
+        )
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, (int, np.integer))
+        or not 1 <= batch_size <= MAX_LITERT_BATCH_SIZE
+    ):
+        raise ExportError(
+            f"batch_size: expected an integer from 1 to {MAX_LITERT_BATCH_SIZE}, got {batch_size!r}"
+        )
+    return int(batch_size)
 
 
 def _out_path(out: Path, format: str, force: bool) -> Path:
@@ -226,7 +267,7 @@ def _out_path(out: Path, format: str, force: bool) -> Path:
     out = out.expanduser()
     if format in SUFFIXES:
         if out.is_dir():
-            out = out / (MODEL_FILE if format == "keras" else PYTHON_FILE)
+            out = out / FILES[format]
         elif not out.suffix:
             out = out.with_suffix(SUFFIXES[format])
         elif format == "keras" and out.suffix != ".keras":
@@ -331,6 +372,48 @@ def _translator(model: Any, record, store: RunStore) -> Any:
     return Translator(model, task.source_vocabulary, task.target_vocabulary, max_length=max_length)
 
 
+# --- ONNX and LiteRT ---------------------------------------------------------------------------
+
+
+def _export_runtime(store: RunStore, record, format: str, batch_size: int | None) -> Path:
+    """The `onnx` or `litert` file of a run (`builder_ui.results.onnx_litert`)."""
+    label = {"onnx": "ONNX", "litert": "LiteRT"}[format]
+    missing = onnx_litert.missing_packages(format)
+    if missing:
+        raise ExportError(
+            f"The {format!r} format needs packages that are not installed: "
+            f"{', '.join(missing)} (pip install 'keras-seq[export]'); export 'keras' or "
+            "'python' instead."
+        )
+    try:
+        onnx_litert.check_exportable(format, record.precision)
+    except onnx_litert.ConversionError as error:
+        raise ExportError(f"Run {record.id!r} cannot be exported as {label}: {error}") from None
+    model = load_trained_model(store, record.id)
+    decode_length = None
+    if _is_encoder_decoder(model):
+        translator = _translator(model, record, store)
+        model, decode_length = translator.model, translator.max_length
+    name = FILES[format]
+    try:
+        with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{name}") as path:
+            if format == "onnx":
+                onnx_litert.write_onnx(model, path, decode_length=decode_length)
+            else:
+                onnx_litert.write_litert(
+                    model, path, batch_size=batch_size, decode_length=decode_length
+                )
+    except onnx_litert.ConversionError as error:
+        raise ExportError(f"Run {record.id!r} cannot be exported as {label}: {error}.") from None
+    except Exception as error:
+        first = str(error).strip().splitlines()[:1] or [""]
+        raise ExportError(
+            f"Run {record.id!r}: the model could not be exported as {label}: "
+            f"{type(error).__name__}: {first[0][:500]}"
+        ) from error
+    return store.artifact_path(record.id, name)
+
+
 # --- Python -----------------------------------------------------------------------------------
 
 
@@ -410,6 +493,7 @@ def _copy_out(source: Path, target: Path) -> Path:
 
 
 __all__ = [
+    "FILES",
     "FORMATS",
     "SUFFIXES",
     "ExportError",

@@ -34,6 +34,9 @@ LAZY_ALLOWED = {
     "ray",
     "tensorboard",
     "gradio",
+    # The optional `export` extra (ONNX and LiteRT files): imported when an export needs it.
+    "onnx",
+    "tf2onnx",
 }
 # The modules that import builder_ui inside functions: the command line (`keras-seq` and its
 # `lab` command), so that `--help` and each command load only what that command needs.

@@ -1,4 +1,5 @@
-"""Export tab actions: a finished run as a `.keras` file, a SavedModel zip or Python code.
+"""Export tab actions: a finished run as a `.keras` file, a SavedModel zip, Python code, ONNX
+or LiteRT.
 
 No Gradio here.
 """
@@ -17,6 +18,8 @@ EXPORT_FORMATS = {
     "savedmodel": "TensorFlow SavedModel (zip)",
     "keras": "Keras file (.keras)",
     "python": "Python code (.py)",
+    "onnx": "ONNX, for onnxruntime (.onnx)",
+    "litert": "LiteRT / TensorFlow Lite, batch of 1 (.tflite)",
 }
 
 
@@ -50,12 +53,54 @@ def _snippet(fmt: str, name: str, record) -> str:
             f'reloaded = tf.saved_model.load("{folder}/savedmodel")\n'
             f"{serve}\n"
         )
+    if fmt == "onnx":
+        return _onnx_snippet(name, translates(record.spec))
+    if fmt == "litert":
+        return _litert_snippet(name, translates(record.spec))
     module = name.removesuffix(".py").replace("-", "_")
     return (
         f"# Save the file as {module}.py, then:\n"
         f"from {module} import build_model\n\n"
         "model = build_model()  # the same architecture, fresh weights\n"
         "model.summary()\n"
+    )
+
+
+def _onnx_snippet(name: str, translating: bool) -> str:
+    if translating:
+        run = (
+            "# source: int32 (batch, time) token ids of the run's source vocabulary, 0-padded\n"
+            'ids, scores, lengths = session.run(["ids", "scores", "lengths"], {"source": source})\n'
+            "# ids: greedy target ids (tokens, END, then PAD); scores: log-probabilities\n"
+        )
+    else:
+        run = (
+            "# inputs: a batch shaped like the training inputs (the input is named as the\n"
+            "# model's: session.get_inputs(); the pointer network's two are sequence, pointers)\n"
+            "name = session.get_inputs()[0].name\n"
+            '(outputs,) = session.run(["output_0"], {name: inputs})\n'
+        )
+    return (
+        "import onnxruntime  # no TensorFlow, Keras or keras_seq needed\n\n"
+        f'session = onnxruntime.InferenceSession("{name}")\n{run}'
+    )
+
+
+def _litert_snippet(name: str, translating: bool) -> str:
+    if translating:
+        run = (
+            "# source: int32 (1, time) token ids of the run's source vocabulary, 0-padded\n"
+            "out = runner(source=source)  # out['ids'], out['scores'], out['lengths']\n"
+        )
+    else:
+        run = (
+            "# inputs: one example (a batch of 1) shaped like the training inputs\n"
+            "(name,) = runner.get_input_details()  # the model's input name\n"
+            "outputs = runner(**{name: inputs})['output_0']\n"
+        )
+    return (
+        "from ai_edge_litert.interpreter import Interpreter  # pip install ai-edge-litert\n\n"
+        f'runner = Interpreter(model_path="{name}").get_signature_runner()\n{run}'
     )
 
 
@@ -75,8 +120,10 @@ def export_run(ctx: AppContext, run_id: str, fmt: str) -> Exported:
         name = f"{run_id}-savedmodel.zip"
     elif fmt == "keras":
         source, name = path, f"{run_id}.keras"
-    else:
+    elif fmt == "python":
         source, name = path, f"model_{safe_id}.py"
+    else:
+        source, name = path, f"{run_id}{export.SUFFIXES[fmt]}"
     target = ctx.download_path(name)
     shutil.copyfile(source, target)
     return Exported(target, _snippet(fmt, name, record))

@@ -1,4 +1,5 @@
-"""The Export tab: a finished run's model as a SavedModel zip, a `.keras` file or Python code.
+"""The Export tab: a finished run's model as a SavedModel zip, a `.keras` file, Python code,
+ONNX or LiteRT.
 
 Each download comes with the snippet that loads or runs it. Layout and
 wiring only: the export itself is `builder_ui.results.export`, through

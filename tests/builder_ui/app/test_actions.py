@@ -623,9 +623,32 @@ def test_exports_download_with_a_snippet_that_loads_them(trained):
     assert f"from {code.path.stem} import build_model" in code.snippet
 
     with pytest.raises(actions.AppError, match="Format: expected one of"):
-        actions.export_run(ctx, run_id, "onnx")
+        actions.export_run(ctx, run_id, "torchscript")
     with pytest.raises(actions.AppError, match="Choose a run first"):
         actions.export_run(ctx, "", "keras")
+
+
+@pytest.mark.slow
+def test_onnx_and_litert_downloads_run_as_their_snippets_say(trained, monkeypatch):
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the ONNX and LiteRT exports convert TensorFlow graphs")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("ai_edge_litert.interpreter")
+    ctx, run_id, _ = trained
+    record = ctx.store.get(run_id)
+    model = keras.saving.load_model(ctx.store.artifact_path(run_id, "model.keras"), safe_mode=True)
+    inputs = builders.prepare(record.spec).x_val[:1].astype("float32")  # the app's batch of 1
+    expected = model.predict(inputs, verbose=0)
+    for fmt, suffix in (("onnx", ".onnx"), ("litert", ".tflite")):
+        exported = actions.export_run(ctx, run_id, fmt)
+        assert exported.path.name == f"{run_id}{suffix}"
+        monkeypatch.chdir(exported.path.parent)
+        namespace = {"inputs": inputs}
+        exec(exported.snippet, namespace)  # the snippet as a user runs it, beside the download
+        # float32 reassociation in the runtime moves the last digits only
+        np.testing.assert_allclose(namespace["outputs"], expected, atol=1e-4, rtol=0)
 
 
 def test_a_run_that_did_not_finish_cannot_be_inspected_or_exported(ctx):

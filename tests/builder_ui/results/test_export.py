@@ -271,7 +271,7 @@ def test_unknown_run_and_unknown_format_are_refused(runs):
     with pytest.raises(export.ExportError, match="No run with id 'nope'"):
         export.export(store, "nope", "keras")
     with pytest.raises(export.ExportError, match="expected one of 'keras', 'savedmodel'"):
-        export.export(store, records["export-bilstm"].id, "onnx")
+        export.export(store, records["export-bilstm"].id, "torchscript")
 
 
 # --- where an export may write -----------------------------------------------------------------

@@ -173,14 +173,16 @@ def compare(
         for path in fields:
             row[path] = _cell(flat.get(path))
         for name in metric_names:
+            # `loss` and `val_loss` share a column: a run stores one or the other.
             value = record.metrics.get(name)
-            row[metric_column(name)] = float("nan") if value is None else value
+            if value is not None or metric_column(name) not in row:
+                row[metric_column(name)] = float("nan") if value is None else value
         row["epochs_run"] = epochs_run.get(record.id, 0)
         row["epochs_planned"] = record.spec.get("train", {}).get("epochs")
         for column in TRAILING_COLUMNS:
             row[column] = getattr(record, column)
         rows.append(row)
-    metrics = [metric_column(name) for name in metric_names]
+    metrics = list(dict.fromkeys(metric_column(name) for name in metric_names))
     columns = [*LEADING_COLUMNS, *(ANNOTATION_COLUMNS if annotations else ()), *fields]
     columns += [*metrics, *EPOCH_COLUMNS, *TRAILING_COLUMNS]
     return pd.DataFrame(rows, columns=columns)

@@ -14,6 +14,7 @@ from builder_ui.results.compare import (
     differing_fields,
     filter_table,
     flatten,
+    metric_columns,
     page_of,
     plot_curves,
     short_headers,
@@ -153,6 +154,18 @@ def test_final_metrics_are_named_as_validation_metrics_and_epochs_run_as_recorde
     assert list(table["epochs_run"]) == [3, 3, 3, 1]  # the epochs appended above
     assert list(table["epochs_planned"]) == [3, 3, 3, 3]  # the specs' train.epochs
     assert "train.epochs" not in table.columns  # it is epochs_planned
+
+
+def test_a_metric_stored_with_and_without_its_val_prefix_is_one_column(store):
+    """`loss` of one run and `val_loss` of another are the same validation metric."""
+    prefixed = store.create_run(_spec(8, 0.01))
+    store.set_status(prefixed, "running")
+    store.finish(prefixed, "done", metrics={"val_loss": 0.25, "val_accuracy": 0.9})
+    table = compare(store).set_index("id")
+    assert list(table.columns).count("val_loss") == 1
+    assert table.loc[prefixed, "val_loss"] == 0.25
+    assert table.loc[prefixed, "val_accuracy"] == 0.9
+    assert metric_columns(table).count("val_loss") == 1
 
 
 def test_text_filter_passes_over_empty_cells_and_combines_with_sweep_and_metric_range(store):

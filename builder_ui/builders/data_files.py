@@ -121,6 +121,8 @@ def load_csv_sequences(
     max_bytes: int = 100_000_000,
     max_rows: int = 1_000_000,
     max_columns: int = 100_000,
+    tokenizer: str = "word",
+    vocab_size: int | None = None,
 ) -> Any:
     """Read labelled sequences from a CSV/TSV file into a keras_seq `TaskData`.
 
@@ -138,6 +140,10 @@ def load_csv_sequences(
         validation_split: Fraction of the rows kept for validation.
         seed: Seed of the shuffle before the split.
         max_bytes, max_rows, max_columns: Limits checked while reading.
+        tokenizer: `"word"` (default), or `"bpe"` / `"unigram"`: a
+            `keras_seq.tasks.SubwordVocabulary` learnt from the training rows
+            (token inputs); `max_length` still counts words.
+        vocab_size: Ids of the subword vocabulary (`"bpe"`, `"unigram"`).
 
     Returns:
         A `TaskData` named `"csv_sequences"`.
@@ -146,7 +152,7 @@ def load_csv_sequences(
         DataFileError: naming the file and the line of the first problem.
     """
     # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.tasks import SequenceSpec, TargetSpec, TaskData, Vocabulary
+    from keras_seq.tasks import SequenceSpec, SubwordVocabulary, TargetSpec, TaskData, Vocabulary
     from keras_seq.tasks.base import split_sizes
     from keras_seq.tasks.vocabulary import tokenize
 
@@ -225,7 +231,10 @@ def load_csv_sequences(
         spec = SequenceSpec("numeric", length=length, features=features)
     else:
         texts = [texts[i] for i in order]
-        vocabulary = Vocabulary.build(texts[:num_train])
+        if tokenizer == "word":
+            vocabulary = Vocabulary.build(texts[:num_train])
+        else:  # subword pieces learnt from the training rows only
+            vocabulary = SubwordVocabulary.train(texts[:num_train], vocab_size, tokenizer)
         encoded = [vocabulary.encode(text) for text in texts]
         length = max(len(ids) for ids in encoded)
         x = np.zeros((len(rows), length), dtype=np.int32)  # right-padded with PAD = 0
@@ -234,6 +243,8 @@ def load_csv_sequences(
         spec = SequenceSpec("tokens", length=length, vocab_size=len(vocabulary))
 
     params.update(validation_split=validation_split, seed=seed)
+    if tokenizer != "word":
+        params.update(tokenizer=tokenizer, vocab_size=vocab_size)
     return TaskData(
         x_train=x[:num_train],
         y_train=y[:num_train],

@@ -38,6 +38,58 @@ Split = Annotated[
 ]
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED, description="NumPy seed of the data.")]
 
+# Mirror keras_seq.tasks.subword's MIN_VOCAB_SIZE and MAX_VOCAB_SIZE (checked by a test).
+MIN_SUBWORD_VOCAB_SIZE = 8
+MAX_SUBWORD_VOCAB_SIZE = 2**16
+
+
+class _TextFields(TaskParams):
+    """The tokenizer of a text task: whole words, or subword pieces learnt from training text.
+
+    Args:
+        tokenizer: `word` (whole words and punctuation marks), or `bpe` /
+            `unigram` (SentencePiece pieces learnt from the training split
+            only: a rare word is spelt from pieces instead of becoming `<unk>`).
+        vocab_size: Ids of each subword vocabulary, its 4 special ids
+            included; needed for `bpe` and `unigram`, refused for `word`.
+    """
+
+    tokenizer: Annotated[
+        Literal["word", "bpe", "unigram"],
+        Field(description="Whole words, or BPE / unigram subword pieces (SentencePiece)."),
+    ] = "word"
+    vocab_size: (
+        Annotated[
+            int,
+            Field(
+                ge=MIN_SUBWORD_VOCAB_SIZE,
+                le=MAX_SUBWORD_VOCAB_SIZE,
+                description="Ids per subword vocabulary, special ids included (bpe, unigram).",
+            ),
+        ]
+        | None
+    ) = None
+
+    @model_validator(mode="after")
+    def _vocab_size_for_subwords(self) -> _TextFields:
+        if self.tokenizer == "word" and self.vocab_size is not None:
+            raise ValueError(
+                f"vocab_size: only for tokenizer bpe or unigram, got {self.vocab_size} with "
+                "tokenizer word"
+            )
+        if self.tokenizer != "word" and self.vocab_size is None:
+            raise ValueError(
+                f"vocab_size: tokenizer {self.tokenizer} needs one, from "
+                f"{MIN_SUBWORD_VOCAB_SIZE} to {MAX_SUBWORD_VOCAB_SIZE}"
+            )
+        return self
+
+    def text_arguments(self) -> dict:
+        """`tokenizer` and `vocab_size`, or nothing for a word task (its call as before)."""
+        if self.tokenizer == "word":
+            return {}
+        return {"tokenizer": self.tokenizer, "vocab_size": self.vocab_size}
+
 
 def _call(name: str, params: TaskParams) -> Any:
     """Call `keras_seq.tasks.<name>` with the spec's fields as keyword arguments."""
@@ -166,7 +218,7 @@ class Shapes(TaskBuilder):
         return _call("shapes", params)
 
 
-class CsvSequencesParams(TaskParams):
+class CsvSequencesParams(_TextFields):
     """Labelled sequences from a CSV or TSV file (format: `builder_ui.builders.data_files`).
 
     Args:
@@ -181,6 +233,8 @@ class CsvSequencesParams(TaskParams):
         validation_split: Fraction of the rows kept for validation.
         seed: Seed of the shuffle before the split.
         max_bytes, max_rows, max_columns: Limits checked while reading.
+        tokenizer, vocab_size: Words or subword pieces, text inputs only (see
+            `_TextFields`).
     """
 
     type: Literal["csv_sequences"] = "csv_sequences"
@@ -201,6 +255,8 @@ class CsvSequencesParams(TaskParams):
     def _features_for_numbers(self) -> CsvSequencesParams:
         if self.inputs == "tokens" and self.features != 1:
             raise ValueError(f"features: only for numeric inputs, got {self.features}")
+        if self.inputs == "numeric" and self.tokenizer != "word":
+            raise ValueError(f"tokenizer: only for text inputs, got {self.tokenizer}")
         return self
 
 
@@ -214,9 +270,9 @@ class CsvSequences(TaskBuilder):
 
     def load(self, params):
 
-        arguments = params.model_dump(exclude={"type"})
+        arguments = params.model_dump(exclude={"type", "tokenizer", "vocab_size"})
         try:
-            return load_csv_sequences(**arguments)
+            return load_csv_sequences(**arguments, **params.text_arguments())
         except DataFileError as error:
             raise SpecError([("task.path", str(error))]) from None
 
@@ -283,7 +339,7 @@ class Reverse(TaskBuilder):
         return _call("reverse", params)
 
 
-class ToyTranslationParams(TaskParams):
+class ToyTranslationParams(_TextFields):
     """English→French sentence pairs from a small grammar."""
 
     type: Literal["toy_translation"] = "toy_translation"
@@ -325,10 +381,14 @@ class ToyTranslation(TaskBuilder):
         return "tokens", "sequence"
 
     def load(self, params):
-        return _call("toy_translation", params)
+        from keras_seq import tasks  # Keras loads on first use, as in _call
+
+        # A refused `vocab_size` (more than the text can fill) is reported at task.vocab_size.
+        arguments = params.model_dump(exclude={"type", "tokenizer", "vocab_size"})
+        return tasks.toy_translation(**arguments, **params.text_arguments())
 
 
-class ParallelTextParams(TaskParams):
+class ParallelTextParams(_TextFields):
     """A translation task from a UTF-8 file of `source<TAB>target` lines (Tatoeba/Anki format).
 
     Args:
@@ -340,6 +400,7 @@ class ParallelTextParams(TaskParams):
         lowercase: Lowercase both sides.
         max_vocab_size: Most ids per vocabulary; rarer words become `<unk>`.
         malformed: `raise` on a line without a tab (with its number), or `skip` it.
+        tokenizer, vocab_size: Words or subword pieces (see `_TextFields`).
     """
 
     type: Literal["parallel_text"] = "parallel_text"
@@ -365,9 +426,9 @@ class ParallelText(TaskBuilder):
         # Keras loads on first use, not on import (specs and the app start without it).
         from keras_seq.tasks import load_parallel_text
 
-        arguments = params.model_dump(exclude={"type", "path"})
+        arguments = params.model_dump(exclude={"type", "path", "tokenizer", "vocab_size"})
         try:
-            return load_parallel_text(params.path, **arguments)
+            return load_parallel_text(params.path, **arguments, **params.text_arguments())
         except (ValueError, OSError) as error:
             # A refused argument is named in the message; anything else is the file's fault.
             named = re.search(r"argument `(\w+)`", str(error))

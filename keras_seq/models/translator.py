@@ -15,6 +15,15 @@ token attended (`Alignment`, ready for `keras_seq.diagnostics.plot_alignment`).
 `export_saved_model` writes a TensorFlow SavedModel whose `serve` signature
 maps source ids to greedy target ids and whose `translate` signature maps
 texts to translations (the vocabularies inside it), loadable without keras_seq.
+
+The vocabularies may be word vocabularies (`Vocabulary`) or subword ones
+(`SubwordVocabulary`, SentencePiece BPE or unigram pieces, whose model is kept
+in the config as base64); `translate` and `.keras` saving work the same with
+both, and a subword translation reads as written text ("je suis fatigué.").
+`export_saved_model` takes both: a subword vocabulary's SentencePiece
+encoding is written in core TensorFlow ops (`keras_seq.tasks.subword_graph`;
+tensorflow-text's op would need the full `tensorflow` package beside
+`tensorflow-cpu`).
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from keras import ops
 
 from keras_seq import validation
 from keras_seq.models import decoding
+from keras_seq.tasks.subword import WORD_BOUNDARY, SubwordVocabulary
+from keras_seq.tasks.subword_graph import tf_subword_encoder
 from keras_seq.tasks.vocabulary import Vocabulary, tf_tokenizer
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
@@ -114,8 +125,9 @@ class Translator(keras.Model):
         model: The trained encoder–decoder (e.g. a `Seq2Seq`), with ids of
             `source_vocabulary` as input and ids of `target_vocabulary` as
             output.
-        source_vocabulary: A `keras_seq.tasks.Vocabulary` (or its config
-            dict), the one the model was trained with.
+        source_vocabulary: A `keras_seq.tasks.Vocabulary` or
+            `SubwordVocabulary` (or its config dict), the one the model was
+            trained with.
         target_vocabulary: The same for the target side; its size must be
             the model's `target_vocab_size`.
         max_length: The most target tokens per translation, `<end>`
@@ -341,7 +353,11 @@ class Translator(keras.Model):
           source vocabulary's `tokenize`), tokens become ids through a lookup
           table (unknown ones `<unk>`), and the greedy ids become tokens,
           up to END, without PAD or START, joined by spaces. A text without
-          a token translates to `""`.
+          a token translates to `""`. With subword vocabularies the text is
+          cut into SentencePiece pieces in the graph
+          (`keras_seq.tasks.subword_graph.tf_subword_encoder`, the ids of
+          `SubwordVocabulary.encode`) and the output pieces are joined as
+          `SubwordVocabulary.decode` joins them ("je suis fatigué.").
 
         `tf.saved_model.load(path).translate(tf.constant(["the black cat"]))`.
         The vocabularies are also written as JSON to
@@ -357,6 +373,7 @@ class Translator(keras.Model):
 
         Returns:
             `path`.
+
         """
         if keras.backend.backend() != "tensorflow":
             raise RuntimeError(
@@ -430,14 +447,19 @@ class _TextSignature:
         # TensorFlow only here: export_saved_model runs on the TensorFlow backend alone.
         import tensorflow as tf
 
-        self.tokenize = tf_tokenizer(lowercase=source_vocabulary.lowercase)
-        self.source_ids = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(source_vocabulary.tokens),
-                tf.range(len(source_vocabulary), dtype=tf.int32),
-            ),
-            default_value=Vocabulary.UNK,
-        )
+        if isinstance(source_vocabulary, SubwordVocabulary):
+            self.encode = tf_subword_encoder(source_vocabulary)  # texts → ragged ids
+        else:
+            self.tokenize = tf_tokenizer(lowercase=source_vocabulary.lowercase)
+            self.source_ids = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(source_vocabulary.tokens),
+                    tf.range(len(source_vocabulary), dtype=tf.int32),
+                ),
+                default_value=Vocabulary.UNK,
+            )
+            self.encode = self._encode_words
+        self.subword_target = isinstance(target_vocabulary, SubwordVocabulary)
         self.target_tokens = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 tf.range(len(target_vocabulary), dtype=tf.int32),
@@ -446,13 +468,21 @@ class _TextSignature:
             default_value=Vocabulary.SPECIAL_TOKENS[Vocabulary.UNK],
         )
         self.serve = serve
-        self.resources = [self.tokenize, self.source_ids, self.target_tokens]
+        if isinstance(source_vocabulary, SubwordVocabulary):
+            self.resources = [self.encode, self.target_tokens]
+        else:
+            self.resources = [self.tokenize, self.source_ids, self.target_tokens]
+
+    def _encode_words(self, texts):
+        import tensorflow as tf  # as in __init__
+
+        tokens = self.tokenize(texts)  # (batch, None) strings
+        return tf.ragged.map_flat_values(self.source_ids.lookup, tokens)
 
     def __call__(self, texts):
         import tensorflow as tf  # as in __init__
 
-        tokens = self.tokenize(texts)  # (batch, None) strings
-        ids = tf.ragged.map_flat_values(self.source_ids.lookup, tokens)
+        ids = self.encode(texts)  # (batch, None) int32
         empty = tf.equal(ids.row_lengths(), 0)
         source = ids.to_tensor(default_value=Vocabulary.PAD)  # (batch, S), right-padded
         # A text without a token is decoded from one <unk> (like translate's filler rows),
@@ -466,7 +496,13 @@ class _TextSignature:
         keep = ~ended & tf.not_equal(target, Vocabulary.PAD)
         keep &= tf.not_equal(target, Vocabulary.START)
         words = tf.ragged.boolean_mask(self.target_tokens.lookup(target), keep)
-        translations = tf.strings.reduce_join(words, axis=1, separator=" ")
+        if self.subword_target:  # pieces joined, "▁" a space, as SubwordVocabulary.decode
+            translations = tf.strings.reduce_join(words, axis=1, separator="")
+            translations = tf.strings.strip(
+                tf.strings.regex_replace(translations, WORD_BOUNDARY, " ")
+            )
+        else:
+            translations = tf.strings.reduce_join(words, axis=1, separator=" ")
         return tf.where(empty, "", translations)
 
 

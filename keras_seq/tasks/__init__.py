@@ -19,7 +19,10 @@ agreement, ne … pas, long sentences through conjunctions and relative
 clauses), with `toy_translation_pairs` for the text itself;
 `load_parallel_text`, a user's file of `source<TAB>target` lines (the
 Tatoeba/Anki format), with `read_parallel_text`, `split_pairs` and
-`task_from_pairs` for pairs already in memory.
+`task_from_pairs` for pairs already in memory. Every text task takes
+`tokenizer="word"` (a `Vocabulary` of whole words) or `"bpe"` / `"unigram"`
+(a `SubwordVocabulary` of SentencePiece pieces, `vocab_size` ids, learnt from
+the training split).
 
 Images, for the Vision Transformer (Dosovitskiy et al. 2020): `digits`, the
 8×8 handwritten digits that ship inside scikit-learn; `shapes`, generated
@@ -37,12 +40,14 @@ from keras_seq.tasks.parallel_text import (
 )
 from keras_seq.tasks.permutation import sort_numbers
 from keras_seq.tasks.sequences import copy, reverse
+from keras_seq.tasks.subword import SubwordVocabulary
 from keras_seq.tasks.translation import toy_translation, toy_translation_pairs
 from keras_seq.tasks.vocabulary import Vocabulary
 
 __all__ = [
     "ImageSpec",
     "SequenceSpec",
+    "SubwordVocabulary",
     "TargetSpec",
     "TaskData",
     "Vocabulary",

@@ -31,6 +31,9 @@ from keras_seq import validation
 from keras_seq.tasks.base import MAX_LENGTH, SequenceSpec, TargetSpec, TaskData, check_size
 from keras_seq.tasks.vocabulary import MAX_VOCAB_SIZE, Vocabulary, _tokenize
 
+# `tokenizer`: whole words (`Vocabulary`), or subword pieces (`SubwordVocabulary`).
+TOKENIZERS = ("word", "bpe", "unigram")
+
 # The largest file `load_parallel_text` reads (50 MB: the Anki English-French
 # deck, about 230,000 pairs, is 37 MB with its attribution columns).
 MAX_FILE_BYTES = 50_000_000
@@ -187,6 +190,8 @@ def task_from_pairs(
     lowercase=True,
     max_vocab_size=None,
     min_count=1,
+    tokenizer="word",
+    vocab_size=None,
     name="parallel_text",
     params=None,
     description=None,
@@ -194,9 +199,13 @@ def task_from_pairs(
     """Encodes train and validation sentence pairs into a sequence-to-sequence `TaskData`.
 
     Each side gets a `Vocabulary` built from `train_pairs` only; validation
-    words it lacks become UNK. Sources are encoded without START or END and
-    right-padded with PAD to the longest source of either split; targets get
-    one END and are padded to the longest target plus one.
+    words it lacks become UNK. With `tokenizer="bpe"` or `"unigram"` each
+    side's vocabulary is a `SubwordVocabulary` of `vocab_size` ids, trained on
+    the training sentences only, so a rare validation word is spelt from
+    pieces (only characters training never saw become UNK). Sources are
+    encoded without START or END and right-padded with PAD to the longest
+    source of either split; targets get one END and are padded to the
+    longest target plus one.
 
     Args:
         train_pairs: A sequence of `(source, target)` string pairs.
@@ -205,6 +214,12 @@ def task_from_pairs(
         max_vocab_size: Most ids per vocabulary, its 4 special tokens
             included (see `Vocabulary.build`); None keeps every token.
         min_count: Tokens seen fewer times in training become UNK. Default 1.
+        tokenizer: `"word"` (default: whole words and punctuation marks),
+            `"bpe"` or `"unigram"` (subword pieces, see
+            `keras_seq.tasks.subword`).
+        vocab_size: Ids per subword vocabulary, its 4 special ids included,
+            8 to 65,536; needed for `"bpe"` and `"unigram"`, refused for
+            `"word"` (which has `max_vocab_size`).
         name: The task name. Default `"parallel_text"`.
         params: The arguments that made the pairs, kept in the `TaskData`.
         description: What the task is; default: a line with the pair counts.
@@ -219,9 +234,9 @@ def task_from_pairs(
         max_vocab_size = validation.int_in_range(
             "max_vocab_size", max_vocab_size, len(Vocabulary.SPECIAL_TOKENS) + 1, MAX_VOCAB_SIZE
         )
-    build = {"max_size": max_vocab_size, "min_count": min_count, "lowercase": lowercase}
-    source_vocabulary = Vocabulary.build([s for s, _ in train_pairs], **build)
-    target_vocabulary = Vocabulary.build([t for _, t in train_pairs], **build)
+    build = _vocabulary_builder(tokenizer, vocab_size, max_vocab_size, min_count, lowercase)
+    source_vocabulary = build([s for s, _ in train_pairs])
+    target_vocabulary = build([t for _, t in train_pairs])
 
     sources = [s for s, _ in train_pairs + val_pairs]
     targets = [t for _, t in train_pairs + val_pairs]
@@ -267,6 +282,8 @@ def load_parallel_text(
     lowercase=True,
     max_vocab_size=None,
     malformed="raise",
+    tokenizer="word",
+    vocab_size=None,
 ):
     """A translation task from a user's file of `source<TAB>target` lines.
 
@@ -291,6 +308,9 @@ def load_parallel_text(
         max_vocab_size: Most ids per vocabulary, special tokens included;
             rarer words become UNK. None (default) keeps every word.
         malformed: `"raise"` (default) or `"skip"`: see `read_parallel_text`.
+        tokenizer: `"word"` (default), `"bpe"` or `"unigram"`: see
+            `task_from_pairs`. The length limits count words either way.
+        vocab_size: Ids per subword vocabulary (`"bpe"`, `"unigram"`).
 
     Returns:
         A `TaskData` named `"parallel_text"`: `x` int32 `(n, S)` source ids,
@@ -315,6 +335,7 @@ def load_parallel_text(
     validation.rate("validation_split", validation_split)
     validation.seed("seed", seed)
     validation.boolean("lowercase", lowercase)
+    _vocabulary_builder(tokenizer, vocab_size, max_vocab_size, 1, lowercase)  # before reading
     limits = {}
     for name, value in (
         ("max_source_length", max_source_length),
@@ -343,6 +364,8 @@ def load_parallel_text(
         "max_target_length": max_target_length,
         "lowercase": lowercase,
         "max_vocab_size": max_vocab_size,
+        "tokenizer": tokenizer,
+        "vocab_size": vocab_size,
         "pairs_read": len(pairs),
         "pairs_too_long": len(pairs) - len(kept),
     }
@@ -351,6 +374,8 @@ def load_parallel_text(
         val,
         lowercase=lowercase,
         max_vocab_size=max_vocab_size,
+        tokenizer=tokenizer,
+        vocab_size=vocab_size,
         name="parallel_text",
         params=params,
         description=(
@@ -358,6 +383,40 @@ def load_parallel_text(
             f"{len(train)} for training, {len(val)} for validation; no source sentence in "
             f"both). Vocabularies from the training split."
         ),
+    )
+
+
+def _vocabulary_builder(tokenizer, vocab_size, max_vocab_size, min_count, lowercase):
+    """`texts -> vocabulary` for `tokenizer`, its arguments checked now."""
+    tokenizer = validation.one_of("tokenizer", tokenizer, TOKENIZERS)
+    lowercase = validation.boolean("lowercase", lowercase)
+    if tokenizer == "word":
+        if vocab_size is not None:
+            raise ValueError(
+                f"Received an invalid value for argument `vocab_size`: {vocab_size!r} is for "
+                'tokenizer="bpe" or "unigram"; a word vocabulary takes `max_vocab_size`.'
+            )
+        min_count = validation.positive_int("min_count", min_count)
+        return lambda texts: Vocabulary.build(
+            texts, max_size=max_vocab_size, min_count=min_count, lowercase=lowercase
+        )
+    from keras_seq.tasks import subword  # sentencepiece loads only for subword tasks
+
+    if vocab_size is None:
+        raise ValueError(
+            f"Received an invalid value for argument `vocab_size`: tokenizer={tokenizer!r} "
+            f"needs one, from {subword.MIN_VOCAB_SIZE} to {subword.MAX_VOCAB_SIZE:,}."
+        )
+    if max_vocab_size is not None:
+        raise ValueError(
+            f"Received an invalid value for argument `max_vocab_size`: {max_vocab_size!r} is "
+            f"for tokenizer='word'; tokenizer={tokenizer!r} takes `vocab_size`."
+        )
+    vocab_size = validation.int_in_range(
+        "vocab_size", vocab_size, subword.MIN_VOCAB_SIZE, subword.MAX_VOCAB_SIZE
+    )
+    return lambda texts: subword.SubwordVocabulary.train(
+        texts, vocab_size, tokenizer, lowercase=lowercase
     )
 
 

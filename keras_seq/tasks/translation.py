@@ -420,7 +420,9 @@ def toy_translation_pairs(n, min_len=5, max_len=20, seed=0):
     )
 
 
-def toy_translation(n, min_len=5, max_len=20, seed=0, *, validation_split=0.1):
+def toy_translation(
+    n, min_len=5, max_len=20, seed=0, *, validation_split=0.1, tokenizer="word", vocab_size=None
+):
     """An English→French translation task from a small grammar: `toy_translation_pairs` encoded.
 
     The pairs are those of `toy_translation_pairs(n, min_len, max_len,
@@ -441,6 +443,10 @@ def toy_translation(n, min_len=5, max_len=20, seed=0, *, validation_split=0.1):
         seed: Non-negative integer seed of the sentences and of the split.
         validation_split: Fraction of the pairs for validation, in (0, 1).
             Default 0.1.
+        tokenizer: `"word"` (default), `"bpe"` or `"unigram"`: the
+            vocabularies' tokens (see `task_from_pairs`); the lengths above
+            count words either way.
+        vocab_size: Ids per subword vocabulary (`"bpe"`, `"unigram"`).
 
     Returns:
         A `TaskData` named `"toy_translation"`: `x` int32 `(n, S)` English ids,
@@ -468,17 +474,22 @@ def toy_translation(n, min_len=5, max_len=20, seed=0, *, validation_split=0.1):
     validation_split, _, _ = split_sizes(n, validation_split)
     pairs = toy_translation_pairs(n, min_len, max_len, seed)
     train, val = split_pairs(pairs, validation_split, seed)
+    params = {
+        "n": n,
+        "min_len": min_len,
+        "max_len": max_len,
+        "seed": seed,
+        "validation_split": validation_split,
+    }
+    if tokenizer != "word" or vocab_size is not None:
+        params.update(tokenizer=tokenizer, vocab_size=vocab_size)  # word tasks' params as before
     return task_from_pairs(
         train,
         val,
+        tokenizer=tokenizer,
+        vocab_size=vocab_size,
         name="toy_translation",
-        params={
-            "n": n,
-            "min_len": min_len,
-            "max_len": max_len,
-            "seed": seed,
-            "validation_split": validation_split,
-        },
+        params=params,
         description=(
             f"Translate English sentences of {min_len} to {max_len} tokens, generated from a "
             "small grammar, into French: adjectives after the noun, gender and number "

@@ -289,7 +289,11 @@ class Vocabulary:
 
     @classmethod
     def from_config(cls, config: dict) -> Vocabulary:
-        """The inverse of `get_config`."""
+        """The inverse of `get_config`; a `SubwordVocabulary`'s config gives one back."""
+        if isinstance(config, dict) and "subword" in config:
+            from keras_seq.tasks.subword import SubwordVocabulary  # it imports this module
+
+            return SubwordVocabulary.from_config(config)
         if not isinstance(config, dict) or set(config) - {"tokens", "lowercase"}:
             raise validation.invalid(
                 "config", 'a dict with the keys "tokens" and "lowercase"', config

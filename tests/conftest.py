@@ -71,3 +71,20 @@ def pytest_sessionfinish(session) -> None:
         temporary = DURATIONS.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n", encoding="utf-8")
         temporary.replace(DURATIONS)
+
+
+@pytest.fixture
+def ray_temp_root():
+    """A fresh directory right under the system's temp directory, for `RAY_TMPDIR`; removed after.
+
+    Ray puts its Unix sockets under `RAY_TMPDIR` (`ray/session_<date>_<pid>/sockets/...`),
+    and a socket path may not exceed 107 bytes: under pytest-xdist a `tmp_path`
+    (`/tmp/pytest-of-root/pytest-N/popen-gwK/rayJ`) leaves too little room. `/tmp/rayXXXXXXXX`
+    leaves plenty, and is still the test's own, never the machine's `/tmp/ray`.
+    """
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="ray", dir=tempfile.gettempdir()))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)

@@ -64,7 +64,7 @@ def _page_id(page) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", python_pages(), ids=_page_id)
-def test_python_blocks_of_the_page_run_in_order(page, tmp_path, tmp_path_factory):
+def test_python_blocks_of_the_page_run_in_order(page, tmp_path, ray_temp_root):
     runnable = [
         {"where": block.where, "code": block.code}
         for block in blocks(page, "python")
@@ -81,7 +81,7 @@ def test_python_blocks_of_the_page_run_in_order(page, tmp_path, tmp_path_factory
         "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow"),
         # A Ray of the page's own (the Ray how-to starts one), never the machine's /tmp/ray;
         # short, as Ray's Unix sockets live under it.
-        "RAY_TMPDIR": str(tmp_path_factory.mktemp("ray")),
+        "RAY_TMPDIR": str(ray_temp_root),
     }
     env.pop("RAY_ADDRESS", None)
     result = subprocess.run(

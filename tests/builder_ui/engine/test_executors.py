@@ -78,14 +78,14 @@ def test_missing_ray_names_the_extra_to_install(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def ray_tmpdir(tmp_path_factory, monkeypatch):
+def ray_tmpdir(ray_temp_root, monkeypatch):
     """A Ray temp directory of the test's own, so no test reads or writes the machine's /tmp/ray.
 
-    Short (`/tmp/pytest-of-USER/pytest-N/rayK`): Ray's sockets live under it, and a Unix
-    socket path may not exceed 107 bytes. Also no `RAY_ADDRESS` from the environment.
+    Short (`/tmp/rayXXXXXXXX`, the `ray_temp_root` fixture): Ray's sockets live under it, and
+    a Unix socket path may not exceed 107 bytes. Also no `RAY_ADDRESS` from the environment.
     """
     pytest.importorskip("ray")
-    root = tmp_path_factory.mktemp("ray")
+    root = ray_temp_root
     monkeypatch.setenv("RAY_TMPDIR", str(root))
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     return root / "ray"  # what Ray makes of RAY_TMPDIR

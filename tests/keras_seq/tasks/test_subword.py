@@ -53,7 +53,8 @@ def _normalized(text, lowercase=True):
 
 @pytest.fixture(scope="module", params=["bpe", "unigram"])
 def vocab(request):
-    size = {"bpe": 120, "unigram": 70}[request.param]
+    # Unigram well below what its trainer can fill from this text (63 with SentencePiece 0.2.3).
+    size = {"bpe": 120, "unigram": 50}[request.param]
     return SubwordVocabulary.train(FRENCH, size, request.param)
 
 
@@ -103,7 +104,7 @@ def test_reserved_ids_are_those_of_every_vocabulary(vocab):
     assert batch.shape == (3, 40) and batch[0, -1] == Vocabulary.PAD
 
 
-@pytest.mark.parametrize("model_type,size", [("bpe", 120), ("unigram", 70)])
+@pytest.mark.parametrize("model_type,size", [("bpe", 120), ("unigram", 50)])
 @agnostic
 def test_the_vocabulary_has_vocab_size_ids_of_the_asked_model_type(model_type, size):
     vocab = SubwordVocabulary.train(FRENCH, size, model_type)
@@ -117,8 +118,8 @@ def test_the_vocabulary_has_vocab_size_ids_of_the_asked_model_type(model_type, s
 
 @agnostic
 def test_training_is_deterministic():
-    first = SubwordVocabulary.train(FRENCH, 70, "unigram")
-    second = SubwordVocabulary.train(list(FRENCH), 70, "unigram")
+    first = SubwordVocabulary.train(FRENCH, 50, "unigram")
+    second = SubwordVocabulary.train(list(FRENCH), 50, "unigram")
     assert first.model == second.model
     assert first == second
 
@@ -173,7 +174,7 @@ def _pairs(sentences):
 @agnostic
 def test_subword_vocabularies_are_learnt_from_the_training_split_only(tokenizer):
     train = _pairs(FRENCH)
-    size = {"bpe": 120, "unigram": 70}[tokenizer]
+    size = {"bpe": 120, "unigram": 50}[tokenizer]
     # Validation holds characters and words training never saw; it must not change the pieces.
     task_a = task_from_pairs(
         train, [("Zébu xylophone.", "Zébu xylophone kiwi.")], tokenizer=tokenizer, vocab_size=size

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import base64
 import io
-import numbers
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -275,19 +274,7 @@ class SubwordVocabulary(Vocabulary):
         """
         if hasattr(ids, "ndim") and ids.ndim != 1:
             raise validation.invalid("ids", "a 1-D sequence of token ids", ids)
-        size = len(self)
-        kept = []
-        for i in ids:
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < size:
-                raise ValueError(
-                    "Received an invalid value for argument `ids`, expected integer ids in "
-                    f"[0, {size}), got {i!r}."
-                )
-            i = int(i)
-            if i == self.END:
-                break
-            if i not in (self.PAD, self.START):
-                kept.append(i)
+        kept = self._content_ids(ids)
         # SentencePiece writes UNK as " ⁇ "; write it as every vocabulary does.
         unknown = self.SPECIAL_TOKENS[self.UNK]
         text = "".join(unknown if i == self.UNK else self._tokens[i] for i in kept)

@@ -235,7 +235,11 @@ class Vocabulary:
         """
         if isinstance(ids, np.ndarray) and ids.ndim != 1:
             raise validation.invalid("ids", "a 1-D sequence of token ids", ids)
-        words = []
+        return " ".join(self._tokens[i] for i in self._content_ids(ids))
+
+    def _content_ids(self, ids):
+        """The ids of `ids` before the first END, PAD and START left out, each checked."""
+        kept = []
         size = len(self._tokens)
         for i in ids:
             if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < size:
@@ -247,8 +251,8 @@ class Vocabulary:
             if i == self.END:
                 break
             if i not in (self.PAD, self.START):
-                words.append(self._tokens[i])
-        return " ".join(words)
+                kept.append(i)
+        return kept
 
     def token_to_id(self, token: str) -> int:
         """The id of one token, UNK if the vocabulary does not hold it."""

@@ -9,48 +9,48 @@
 Every trial is checked before the first run is created, so a sweep with one
 bad combination writes nothing and names the combination (`SpecError`).
 
-`method: bayes` and `scheduler: asha` (`builder_ui.engine.search`, Optuna) run
-locally: a `bayes` sweep checks every combination it may choose, then creates
+`method: bayes` and `scheduler: asha` (`builder_ui.engine.search`, Optuna) on
+the local executor: a `bayes` sweep checks every combination it may choose, then creates
 and trains one run at a time as the sampler chooses it (a trial that fails the
 data checks ends `failed` and the search goes on); a scheduler's weak trials
 end `pruned` at an epoch boundary, their epochs kept. A stopped `bayes` sweep
 resumes its `interrupted` trial; the trials not chosen yet are not created.
-The Ray executor refuses both for now.
+On the `ray` executor the same spec runs through Ray Tune's `OptunaSearch` and
+`ASHAScheduler` (`builder_ui.engine.tune_search`), trials in parallel.
 
 A local sweep stopped with Ctrl-C or killed leaves its trial in flight
 `interrupted` and the ones not started `queued`; `resume_sweep` (`keras-seq
 resume SWEEP_ID`) runs what is left, adding no trial.
 
 The `ray` executor makes each trial a Ray task that asks for one GPU when the
-cluster has GPUs, else one CPU. The task opens the same store directory
-(SQLite in WAL mode takes writers from several processes) and calls
-`builder_ui.engine.run` on its queued run, so a worker's epochs appear in the
-store as they end, as with the local executor. `address=` joins an existing
-cluster (`ray.init(address=...)`; `"auto"` takes `RAY_ADDRESS` or the latest
-`ray start` on this machine); otherwise a Ray instance already started in this
-process is used, or a new local one is started (`ray.init(address="local")`,
-stopped at the end) even when the machine runs another cluster or a stale
-`ray_current_cluster` file points at one that is gone. Ray keeps its files
-under `RAY_TMPDIR` (default `/tmp`), in `ray/`. Ray is an optional dependency:
-`pip install keras-seq[ray]`.
-
-On a cluster of several machines the store directory must be on a file system
-that every node mounts at the same path, and SQLite's locking must work there
-(a local disk of one machine, or a network file system with POSIX locks).
+cluster has GPUs, else one CPU. The driver owns the store: a worker never
+opens it. Each trial trains in a scratch directory of its worker, its data
+file shipped to it, and streams its epochs and checkpoints back as they end,
+then its model and other artifacts (`builder_ui.engine.remote`), so the
+cluster's nodes need no shared disk and a trial's epochs appear in the store
+as they end, as with the local executor. A trial whose worker dies is left
+`interrupted`, resumable from its last streamed epoch. `address=` joins an
+existing cluster (`ray.init(address=...)`; `"auto"` takes `RAY_ADDRESS` or the
+latest `ray start` on this machine); otherwise a Ray instance already started
+in this process is used, or a new local one is started
+(`ray.init(address="local")`, stopped at the end) even when the machine runs
+another cluster or a stale `ray_current_cluster` file points at one that is
+gone. Ray keeps its files under `RAY_TMPDIR` (default `/tmp`), in `ray/`. Ray
+is an optional dependency: `pip install keras-seq[ray]`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from builder_ui.builders import load_spec, sweeps
-from builder_ui.engine import interrupts, search, train
+from builder_ui.engine import interrupts, remote, search, train, tune_search
 from builder_ui.engine.store import RunRecord, RunStore
 from builder_ui.specs import SpecError, shown
 
@@ -59,6 +59,9 @@ RAY_INSTALL_HINT = "pip install keras-seq[ray]"
 
 # Environment variables handed to Ray workers, so they train like the driver would.
 _WORKER_ENV = ("KERAS_BACKEND", "TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS")
+
+# How often the driver applies the epochs remote trials sent while it waits for them to end.
+RAY_POLL_S = 0.5
 
 
 class ExecutorError(RuntimeError):
@@ -145,8 +148,8 @@ def run_sweep(
     Args:
         spec: An `ExperimentSpec` with a `sweep:` section, or anything
             `load_spec` reads (a spec without one runs as a single trial).
-        store: The `RunStore`. With `ray`, its directory must be reachable
-            from every worker at the same path.
+        store: The `RunStore`. With `ray` it stays the driver's: workers
+            never open it (`builder_ui.engine.remote`).
         executor: `"local"` (default): trials one after another in this
             process; `"ray"`: one Ray task per trial.
         address: `ray` only: the address of a running Ray cluster to join
@@ -199,18 +202,10 @@ def run_sweep(
     ray = _import_ray() if executor == "ray" else None  # fail before any work
     spec = load_spec(spec)
     smart = search.needs_search(spec.sweep)
-    if smart and executor == "ray":
-        field = "sweep.method" if spec.sweep.method == "bayes" else "sweep.scheduler"
-        raise SpecError(
-            [
-                (
-                    field,
-                    "method 'bayes' and scheduler 'asha' are not yet on the Ray executor; run "
-                    "the sweep locally (executor 'local')",
-                )
-            ]
-        )
     sweep_id = sweep_id or sweeps.sweep_id(spec)
+    if smart and executor == "ray":
+        records = _run_ray_search(ray, spec, store, sweep_id, callbacks, address, num_cpus)
+        return SweepResult(sweep_id, tuple(records))
     if smart and spec.sweep.method == "bayes":
         return SweepResult(sweep_id, tuple(_run_bayes(spec, store, sweep_id, callbacks, cancel)))
     trial_specs = plan_sweep(spec)
@@ -336,18 +331,9 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _run_trial(store_dir: str, run_id: str, cwd: str) -> str:
-    """The body of one Ray task: train the queued run `run_id` of the store at `store_dir`."""
-    if os.path.isdir(cwd):
-        os.chdir(cwd)  # relative data-file paths in specs are read from the driver's cwd
-
-    with RunStore(store_dir) as store:
-        record = train.run(None, store=store, run_id=run_id)
-    return record.status
-
-
-def _run_ray(ray, store, run_ids, callbacks, address, num_cpus) -> list[RunRecord]:
-    _, progress = _split_progress(callbacks)
+@contextlib.contextmanager
+def _ray_session(ray, address, num_cpus):
+    """Ray initialised (joined, or started and stopped here); yields the channel and the request."""
     started_here = False
     if not ray.is_initialized():
         options: dict[str, Any] = {
@@ -373,41 +359,98 @@ def _run_ray(ray, store, run_ids, callbacks, address, num_cpus) -> list[RunRecor
             "Received an invalid value for argument `address`/`num_cpus`: Ray is already "
             "initialised in this process; call ray.shutdown() first or leave them unset."
         )
+    channel = None
     try:
         resources = ray.cluster_resources()
         request = {"num_gpus": 1} if resources.get("GPU", 0) >= 1 else {"num_cpus": 1}
-        task = ray.remote(max_retries=0, **request)(_run_trial)
-        store_dir = str(Path(store.directory).resolve())
+        channel = _channel(ray)
+        yield channel, request
+    finally:
+        if channel is not None:
+            channel.shutdown()
+        if started_here:
+            ray.shutdown()
+
+
+def _run_ray(ray, store, run_ids, callbacks, address, num_cpus) -> list[RunRecord]:
+    _, progress = _split_progress(callbacks)
+    with _ray_session(ray, address, num_cpus) as (channel, request):
+        task = ray.remote(max_retries=0, **request)(remote.run_trial)
+        mirror = remote.Mirror(store)
         cwd = os.getcwd()
-        pending = {task.remote(store_dir, run_id, cwd): run_id for run_id in run_ids}
+        pending = {}
+        for run_id in run_ids:
+            record = store.get(run_id, history=False)
+            data = remote.data_file(record.spec, cwd)
+            pending[task.remote(record.spec, run_id, data, channel)] = run_id
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=RAY_POLL_S)
+            _drain(channel, mirror)
             for ref in ready:
                 run_id = pending.pop(ref)
                 try:
-                    ray.get(ref)
-                except Exception as error:  # the worker died or could not start the run
-                    _fail_unfinished(store, run_id, error)
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError as error:  # raised inside the trial
+                    mirror.failed(run_id, error)
+                except ray.exceptions.RayError as error:  # the worker or its node was lost
+                    mirror.lost(run_id, error, store.get(run_id, history=False).sweep_id)
+                else:
+                    mirror.result(run_id, result)
                 record = store.get(run_id)
                 for callback in progress:
                     callback.on_run_end(record)
-    finally:
-        if started_here:
-            ray.shutdown()
     return [store.get(run_id) for run_id in run_ids]
 
 
-def _fail_unfinished(store: RunStore, run_id: str, error: Exception) -> None:
-    """Mark a run whose Ray task failed, unless the engine already gave it a final status."""
-    record = store.get(run_id, history=False)
-    if record.status in ("queued", "running", "interrupted"):
-        message = str(error).strip().splitlines()
-        store.finish(
-            run_id,
-            "failed",
-            error=f"The Ray task failed: {type(error).__name__}: "
-            f"{message[-1] if message else 'no message'}",
+def _run_ray_search(ray, spec, store, sweep_id, callbacks, address, num_cpus) -> list[RunRecord]:
+    """`bayes` or a scheduler on Ray: Ray Tune's OptunaSearch and ASHAScheduler."""
+    _, progress = _split_progress(callbacks)
+    try:
+        tune_search.import_tune()
+        search.import_optuna()
+    except ImportError as error:
+        raise ExecutorError(str(error)) from None
+    if spec.sweep.method == "bayes":
+        specs = [trial.spec for trial in sweeps.trials(spec)]  # every choice, validated
+    else:
+        specs = plan_sweep(spec)  # the planned trials, each checked with its data
+    with _ray_session(ray, address, num_cpus) as (channel, request):
+        return tune_search.run_tune_sweep(
+            ray,
+            spec,
+            store,
+            sweep_id,
+            specs=specs,
+            channel=channel,
+            request=request,
+            progress=progress,
+            cwd=os.getcwd(),
         )
+
+
+def _channel(ray):
+    """The queue remote trials send their epochs through, its actor on the driver's node."""
+    # Ray is optional: imported when a Ray sweep runs (`_import_ray` said if it is missing).
+    from ray.util.queue import Queue
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = ray.get_runtime_context().get_node_id()
+    return Queue(
+        actor_options={
+            "num_cpus": 0,
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(here, soft=False),
+        }
+    )
+
+
+def _drain(channel, mirror) -> None:
+    """Apply every message waiting in the channel, in the order sent."""
+    while True:
+        waiting = channel.qsize()
+        if not waiting:
+            return
+        for message in channel.get_nowait_batch(waiting):
+            mirror.message(message)
 
 
 def _split_progress(callbacks: Sequence[Any]) -> tuple[list[Any], list[Any]]:

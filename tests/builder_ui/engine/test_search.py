@@ -76,21 +76,6 @@ def test_a_scheduler_is_valid_with_grid_and_its_defaults_are_asha_1_3():
     assert (spec.sweep.scheduler.grace_period, spec.sweep.scheduler.reduction_factor) == (1, 3)
 
 
-def test_the_ray_executor_refuses_bayes_and_asha_before_writing(tmp_path):
-    pytest.importorskip("ray")
-    store = RunStore(tmp_path)
-    cases = [
-        (_spec(method="bayes", num_trials=2, parameters={"train.seed": [0, 1]}), "sweep.method"),
-        (_spec(parameters={"train.seed": [0, 1]}, scheduler={"type": "asha"}), "sweep.scheduler"),
-    ]
-    for document, field in cases:
-        with pytest.raises(SpecError) as excinfo:
-            executors.run_sweep(document, store=store, executor="ray")
-        ((path, message),) = excinfo.value.problems
-        assert path == field and "not yet on the Ray executor" in message
-    assert store.list_runs() == []
-
-
 @pytest.mark.parametrize(
     ("metric", "mode", "expected"),
     [

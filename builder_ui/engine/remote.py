@@ -1,0 +1,420 @@
+"""Trials on machines that do not share the driver's disk: scratch directories, streamed epochs.
+
+    driver (owns the store)                         Ray worker (any node)
+    ───────────────────────                         ─────────────────────
+    run queued; data file read ──── spec, bytes ──▶ scratch dir: the data file, a store
+                                                    of its own, `engine.run` on the trial
+    epoch N and its checkpoint ◀──── channel ────── after each epoch (checkpoint first)
+    written into the store          (a Ray queue)
+    artifacts, final record    ◀── task result ──── model.keras, vocabularies.json, ...;
+    written, run finished                           the scratch dir removed
+
+The driver's store is the only one that counts: a worker never opens the
+driver's SQLite file or runs directory (SQLite over a network file system is
+what SQLite's authors warn against, and most Ray clusters have no shared disk
+at all). Each trial trains in a scratch directory of its worker
+(`tempfile.mkdtemp`, removed when the trial ends, or by the node's next trial
+when its process was killed before it could), in a
+`RunStore` of its own holding just that run under the driver's run id, so that
+the engine does there exactly what it does locally: checkpoints, per-epoch
+records, final metrics, the saved model.
+
+What crosses the network, through Ray only:
+
+- to the worker: the trial's spec and, for a task that reads a file
+  (`task.path`: `parallel_text`, `csv_sequences`), that file's bytes; the
+  worker writes them into its scratch directory and points the spec there;
+- to the driver, as each epoch ends: a `start` message (backend, device,
+  precision, parameters), then per epoch its record and the checkpoint the
+  engine wrote before it (`<run>/backup/`), through a `ray.util.queue.Queue`
+  whose actor lives on the driver's node. The driver writes the checkpoint
+  first and the epoch second, as the engine does, so that every recorded
+  epoch can be resumed from; the app shows a remote trial's epochs as they
+  end, like a local one's;
+- back with the task's result: the final record and every file of the run's
+  directory (the model, the vocabularies, TensorBoard logs, a traceback), by
+  value, through Ray's object store.
+
+A worker that dies mid-trial (killed, out of memory, its node lost) leaves
+the trial `interrupted` in the driver's store with the epochs and the
+checkpoint it streamed, so `keras-seq resume SWEEP` continues it from its
+last recorded epoch; a trial that had not started stays `queued`. An error
+raised inside a trial (a bug, not a lost worker) makes it `failed`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from builder_ui.engine import train
+from builder_ui.engine.store import RunStore
+from builder_ui.specs import SpecError
+
+SCRATCH_PREFIX = "keras-seq-trial-"
+DATA_DIR = "data"
+STORE_DIR = "store"
+OWNER_FILE = ".owner"  # the pid of the process training in a scratch directory
+# The record fields a trial's result carries back (`RunStore.finish` takes them).
+RESULT_FIELDS = ("backend", "device", "precision", "params")
+# A data file is shipped by value; the tasks bound their own files far below this.
+MAX_DATA_FILE_BYTES = 2**30
+
+
+# --- driver side: what goes out ------------------------------------------------------------
+
+
+def data_file(spec: Mapping[str, Any], cwd: str | os.PathLike) -> tuple[str, bytes] | None:
+    """`(file name, bytes)` of the file a trial's task reads (`task.path`), or None.
+
+    A relative path is the driver's: taken from `cwd`, as `keras-seq sweep`
+    reads it. The trial was checked with its data before any run was created
+    (`plan_sweep`), so the file exists and is within its task's limits.
+    """
+    path = spec.get("task", {}).get("path")
+    if not isinstance(path, str):
+        return None
+    path = Path(path).expanduser()
+    if not path.is_absolute():
+        path = Path(cwd) / path
+    size = path.stat().st_size
+    if size > MAX_DATA_FILE_BYTES:
+        raise ValueError(
+            f"task.path: {str(path)!r} holds {size:,} bytes, more than the "
+            f"{MAX_DATA_FILE_BYTES:,} a Ray trial ships to its worker"
+        )
+    return path.name, path.read_bytes()
+
+
+# --- worker side -----------------------------------------------------------------------------
+
+
+def run_trial(
+    spec: Mapping[str, Any],
+    run_id: str,
+    data: tuple[str, bytes] | None,
+    channel: Any,
+    *,
+    report: Callable[[int, dict[str, Any]], None] | None = None,
+    by_channel: bool = False,
+) -> dict[str, Any] | None:
+    """The body of one Ray task: train `spec` as run `run_id` in a scratch directory.
+
+    Args:
+        spec: The trial's spec (a dict), as the driver stored it.
+        run_id: The driver's id of the run; the scratch store uses it too.
+        data: `data_file(spec, ...)`: the task's file, or None.
+        channel: Where the messages go (`put(message)`): a Ray queue.
+        report: Called with `(epoch, metrics)` after each epoch is sent (a
+            Ray Tune trial reports to Tune there, whose scheduler may stop it).
+        by_channel: Send the result as a last `result` message instead of
+            returning it (a Ray Tune trial's return value does not reach the
+            driver).
+
+    Returns:
+        The result (`trial_result`): the final record's fields, the history
+        and every file of the run's directory, by value; None `by_channel`.
+    """
+    remove_abandoned_scratch()
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    try:
+        (scratch / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
+        spec = dict(spec)
+        if data is not None:
+            name, content = data
+            (scratch / DATA_DIR).mkdir()
+            local_file = scratch / DATA_DIR / name
+            local_file.write_bytes(content)
+            spec["task"] = {**spec["task"], "path": str(local_file)}
+        with RunStore(scratch / STORE_DIR) as store:
+            store.create_run(spec, run_id=run_id)
+            streamer = _streamer(store, run_id, channel, report)
+            try:
+                record = train.run(None, store=store, run_id=run_id, callbacks=[streamer])
+            except SpecError:
+                record = store.get(run_id)  # a data check failed on the worker: run `failed`
+            result = trial_result(store, record)
+        if not by_channel:
+            return result
+        channel.put({"run_id": run_id, "kind": "result", "result": result})
+        if streamer.held is not None:
+            report(*streamer.held)  # the last epoch, now that the result is on its way
+        return None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def remove_abandoned_scratch() -> list[Path]:
+    """Remove the scratch directories of trials whose process died (killed: no cleanup ran).
+
+    Each scratch directory names its process in `OWNER_FILE`; one whose process
+    is gone from this machine is removed. Returns the directories removed.
+    """
+    removed = []
+    for directory in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            owner = int((directory / OWNER_FILE).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue  # being made, or not ours
+        if owner == os.getpid() or _alive(owner):
+            continue
+        shutil.rmtree(directory, ignore_errors=True)
+        removed.append(directory)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def _streamer(store: RunStore, run_id: str, channel: Any, report: Any = None) -> Any:
+    """A Keras callback that sends `start`, then each recorded epoch with its checkpoint."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    class Streamer(keras.callbacks.Callback):
+        sent = 0
+        # The last epoch's report, held back until the result is sent: Ray Tune stops a
+        # trial that reports its last epoch (ASHA's `max_t`) before it could send its model.
+        held = None
+
+        def on_train_begin(self, logs=None):
+            record = store.get(run_id, history=False)
+            info = {field: getattr(record, field) for field in RESULT_FIELDS}
+            channel.put({"run_id": run_id, "kind": "start", "info": info})
+
+        def on_epoch_end(self, epoch, logs=None):
+            # The engine's recorder ran before this callback: the epoch is in the store (unless
+            # the epoch was cut short), its checkpoint written before it.
+            history = store.history(run_id)
+            if not history or history[-1].epoch <= self.sent:
+                return
+            row = history[-1]
+            self.sent = row.epoch
+            channel.put(
+                {
+                    "run_id": run_id,
+                    "kind": "epoch",
+                    "epoch": row.epoch,
+                    "metrics": dict(row.metrics),
+                    "time": row.time,
+                    "seconds": row.seconds,
+                    "checkpoint": _files(store.artifact_dir(run_id) / train.BACKUP_DIR),
+                }
+            )
+            if report is not None:
+                if row.epoch >= self.params.get("epochs", float("inf")):
+                    self.held = (row.epoch, dict(row.metrics))
+                else:
+                    report(row.epoch, dict(row.metrics))
+
+    return Streamer()
+
+
+def trial_result(store: RunStore, record: Any) -> dict[str, Any]:
+    """What a finished trial sends back: its record, history and run directory's files."""
+    directory = store.artifact_dir(record.id)
+    prefix = f"{record.id}/"
+    return {
+        "status": record.status,
+        "error": record.error,
+        "metrics": dict(record.metrics),
+        "wall_time": record.wall_time,
+        "examples_per_sec": record.examples_per_sec,
+        **{field: getattr(record, field) for field in RESULT_FIELDS},
+        "history": [
+            {
+                "epoch": row.epoch,
+                "metrics": dict(row.metrics),
+                "time": row.time,
+                "seconds": row.seconds,
+            }
+            for row in store.history(record.id)
+        ],
+        # Artifact paths relative to the run's directory.
+        "artifacts": {name: path.removeprefix(prefix) for name, path in record.artifacts.items()},
+        "files": _files(directory),
+    }
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    """Every file under `directory`, by relative POSIX path (temporaries left out)."""
+    if not directory.is_dir():
+        return {}
+    files = {}
+    for path in sorted(directory.rglob("*")):
+        relative = path.relative_to(directory)
+        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+            files[relative.as_posix()] = path.read_bytes()
+    return files
+
+
+# --- driver side: what comes back ---------------------------------------------------------------
+
+
+class Mirror:
+    """Writes what remote trials send into the driver's store, in the order the engine would.
+
+    Args:
+        store: The driver's `RunStore`, where the runs were created `queued`.
+    """
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.finished: set[str] = set()
+
+    def message(self, message: Mapping[str, Any]) -> None:
+        """Apply one `start` or `epoch` message (late ones for a finished run are dropped)."""
+        run_id = message["run_id"]
+        if run_id in self.finished:
+            return
+        if message["kind"] == "result":
+            self.result(run_id, message["result"])
+        elif message["kind"] == "start":
+            self._running(run_id, message["info"])
+        elif message["kind"] == "epoch":
+            self._running(run_id, {})
+            self._write_directory(run_id, train.BACKUP_DIR, message["checkpoint"])
+            self.store.append_epoch(
+                run_id,
+                message["epoch"],
+                message["metrics"],
+                seconds=message["seconds"],
+                time_=message["time"],
+            )
+
+    def result(self, run_id: str, result: Mapping[str, Any]) -> None:
+        """Write a trial's files and history, then give the run its final record."""
+        self._running(run_id, {})
+        directory = self.store.artifact_dir(run_id)
+        for relative, content in result["files"].items():
+            _write_file(directory / relative, content)
+        for row in result["history"]:
+            self.store.append_epoch(
+                run_id, row["epoch"], row["metrics"], seconds=row["seconds"], time_=row["time"]
+            )
+        for name, relative in result["artifacts"].items():
+            self.store.set_artifact(run_id, name, directory / relative)
+        if result["status"] != "interrupted" and train.BACKUP_DIR not in {
+            Path(relative).parts[0] for relative in result["files"]
+        }:
+            shutil.rmtree(directory / train.BACKUP_DIR, ignore_errors=True)
+        fields = {field: result[field] for field in RESULT_FIELDS if result[field] is not None}
+        self.store.finish(
+            run_id,
+            result["status"],
+            metrics=result["metrics"],
+            wall_time=result["wall_time"],
+            examples_per_sec=result["examples_per_sec"],
+            error=result["error"],
+            **fields,
+        )
+        self.finished.add(run_id)
+
+    def lost(self, run_id: str, error: BaseException, sweep_id: str | None) -> None:
+        """A trial whose worker died: `interrupted` with what it streamed, or still `queued`."""
+        self.finished.add(run_id)
+        record = self.store.get(run_id, history=True)
+        if record.status != "running":
+            return  # never started: it stays queued, and resuming the sweep trains it
+        lines = str(error).strip().splitlines()
+        resume = f"keras-seq resume {sweep_id or run_id}"
+        self.store.finish(
+            run_id,
+            "interrupted",
+            error=(
+                f"The Ray worker training it was lost ({type(error).__name__}: "
+                f"{lines[-1] if lines else 'no message'}) after {len(record.history)} "
+                f"epoch(s); `{resume}` continues it from there."
+            ),
+        )
+
+    def pruned(self, run_id: str) -> None:
+        """A trial a scheduler stopped (Ray Tune's): `pruned`, its last epoch's metrics kept."""
+        self.finished.add(run_id)
+        record = self.store.get(run_id, history=True)
+        if record.status not in ("queued", "running"):
+            return
+        if record.status == "queued":
+            self.store.set_status(run_id, "running")
+        last = record.history[-1].metrics if record.history else {}
+        shutil.rmtree(self.store.artifact_dir(run_id) / train.BACKUP_DIR, ignore_errors=True)
+        self.store.finish(
+            run_id,
+            "pruned",
+            metrics={k.removeprefix("val_"): v for k, v in last.items() if k.startswith("val_")},
+            error=f"Pruned by the sweep's scheduler after epoch {len(record.history)} (a weak "
+            "trial); its epochs are kept, no model was saved.",
+        )
+
+    def failed(self, run_id: str, error: BaseException) -> None:
+        """A trial whose task raised: `failed` with the error, unless it already ended."""
+        self.finished.add(run_id)
+        record = self.store.get(run_id, history=False)
+        if record.status not in ("queued", "running", "interrupted"):
+            return
+        if record.status != "running":
+            self.store.set_status(run_id, "running")
+        lines = str(error).strip().splitlines()
+        self.store.finish(
+            run_id,
+            "failed",
+            error=f"The Ray task failed: {type(error).__name__}: "
+            f"{lines[-1] if lines else 'no message'}",
+        )
+
+    def _running(self, run_id: str, info: Mapping[str, Any]) -> None:
+        record = self.store.get(run_id, history=False)
+        if record.status in ("queued", "interrupted"):
+            self.store.set_status(run_id, "running", **{k: v for k, v in info.items() if v})
+        elif info:
+            self.store.update(run_id, **{k: v for k, v in info.items() if v})
+
+    def _write_directory(self, run_id: str, name: str, files: Mapping[str, bytes]) -> None:
+        """Replace `<run>/<name>/` with `files`: written beside it, then renamed into place."""
+        directory = self.store.artifact_dir(run_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(dir=directory, prefix=f".{name}.tmp-"))
+        try:
+            for relative, content in files.items():
+                target = temporary / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+            target = directory / name
+            if target.exists():
+                old = directory / f".{name}.old-{time.monotonic_ns()}"
+                os.replace(target, old)
+                os.replace(temporary, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(temporary, target)
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _write_file(path: Path, content: bytes) -> None:
+    """Write a file under a temporary name beside it, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(content)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+__all__ = ["Mirror", "data_file", "run_trial", "trial_result"]

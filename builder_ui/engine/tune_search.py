@@ -1,0 +1,291 @@
+"""Smarter search on a Ray cluster: `method: bayes` and `scheduler: asha` through Ray Tune.
+
+The spec is the local one (`builder_ui.engine.search` runs it with Optuna alone):
+
+    sweep: {method: bayes, num_trials: 8, seed: 0, metric: val_loss,
+            parameters: {train.learning_rate: [0.001, 0.01]},
+            scheduler: {type: asha, grace_period: 1, reduction_factor: 3}}
+
+On Ray it becomes a `ray.tune.Tuner` in the driver:
+
+- `method: bayes`: Ray Tune's `OptunaSearch` around Optuna's TPE sampler (seeded with
+  `sweep.seed`), with a define-by-run space that chooses each parameter from its list of
+  values (a categorical choice: the values themselves when they are numbers, strings,
+  booleans or null, else their positions), `num_trials` samples. Trials run in parallel
+  as the cluster allows, so the sampler learns from the trials that ended, not from the
+  ones still training; unlike the local search, a combination may be chosen twice.
+- `method: grid` or `random` with a scheduler: the planned trials, in order
+  (`tune.grid_search` over their positions).
+- `scheduler: asha`: Ray Tune's `ASHAScheduler` (time in epochs, `max_t` =
+  `train.epochs`, `grace_period`, `reduction_factor`, one bracket); without one, FIFO.
+
+Each Tune trial is one remote trial (`builder_ui.engine.remote.run_trial`): it trains in a
+scratch directory of its worker, streams its epochs and checkpoints to the driver through
+a Ray queue and, after each epoch, reports `sweep.metric` to Tune (`tune.report`). The
+driver owns the run store, as with every Ray sweep: a Tune callback creates each trial's
+run when Tune starts it (`<sweep id>-<Tune trial id>`, named `<name>-<n>` in start
+order) and writes what the queue brings at every step of Tune's loop. A trial the
+scheduler stops ends `pruned`, its epochs kept; one whose worker is lost ends
+`interrupted` (resumable with `keras-seq resume SWEEP`). Tune's own experiment
+directory is a temporary one on the driver, removed at the end: the store is the record.
+
+Ray Tune is part of the `ray` extra (`pip install keras-seq[ray]`, which asks for
+`ray[tune]`), and Optuna of the `search` extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from builder_ui.builders import load_spec, sweeps
+from builder_ui.engine import remote, train
+from builder_ui.engine.search import import_optuna
+from builder_ui.engine.store import RunRecord, RunStore
+
+TUNE_INSTALL_HINT = "pip install keras-seq[ray]"
+_PRIMITIVE = (str, int, float, bool, type(None))
+
+
+def import_tune():
+    """Import Ray Tune, or raise `ImportError` saying how to install it."""
+    try:
+        return importlib.import_module("ray.tune")
+    except ImportError as error:
+        raise ImportError(
+            f"sweep.method 'bayes' and sweep.scheduler on the 'ray' executor need Ray Tune, "
+            f"which is not installed ({error}); install it with `{TUNE_INSTALL_HINT}`."
+        ) from None
+
+
+def _choices(values: Sequence[Any]) -> list[Any]:
+    if all(isinstance(value, _PRIMITIVE) for value in values):
+        return list(values)
+    return list(range(len(values)))
+
+
+class _Space:
+    """OptunaSearch's define-by-run space: one categorical choice per sweep parameter.
+
+    A class at module level, so that Tune can pickle it into its experiment state.
+    """
+
+    def __init__(self, parameters: dict[str, list[Any]]):
+        self.parameters = {key: list(values) for key, values in parameters.items()}
+
+    def __call__(self, trial: Any) -> None:
+        for key, options in self.parameters.items():
+            trial.suggest_categorical(key, _choices(options))
+
+
+def parameter_values(spec: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The sweep values of a Tune trial's `config`: its chosen parameters, or its planned trial."""
+    if "trial" in config:  # grid or random: the planned trial at that position
+        return dict(sweeps.trials(spec)[config["trial"]].values)
+    values = {}
+    for key, options in spec.sweep.parameters.items():
+        choices = _choices(options)
+        values[key] = options[choices.index(config[key])]
+    return values
+
+
+def _trainable(config, *, spec_document, sweep_id, data, channel, metric):
+    """One Tune trial: the remote trial of its values, reporting `metric` after each epoch."""
+    from ray import tune  # Ray is optional; a worker has it, as its driver does
+
+    spec = load_spec(spec_document)
+    values = parameter_values(spec, config)
+    trial_spec = sweeps.trial(spec, 0, values).spec.to_dict()
+    run_id = run_id_of(sweep_id, tune.get_context().get_trial_id())
+
+    def report(epoch, metrics):
+        value = metrics.get(metric)
+        tune.report({metric: value, "epoch": epoch} if value is not None else {"epoch": epoch})
+
+    path = trial_spec.get("task", {}).get("path")
+    remote.run_trial(trial_spec, run_id, data.get(path), channel, report=report, by_channel=True)
+
+
+def run_id_of(sweep_id: str, trial_id: str) -> str:
+    """The run id of a Tune trial: the sweep's id and Tune's trial id."""
+    return f"{sweep_id}-{trial_id}"[:64]
+
+
+def run_tune_sweep(
+    ray: Any,
+    spec: Any,
+    store: RunStore,
+    sweep_id: str,
+    *,
+    specs: Sequence[Any],
+    channel: Any,
+    request: dict[str, int],
+    progress: Sequence[Any] = (),
+    cwd: str,
+) -> list[RunRecord]:
+    """Run a `bayes` or scheduled sweep with Ray Tune on the Ray instance `ray` is connected to.
+
+    Args:
+        ray: The `ray` module, initialised.
+        spec: The `ExperimentSpec` (with `sweep.method: bayes` or a scheduler).
+        store: The driver's store; the runs are created in it as Tune starts them.
+        sweep_id: The id the runs share.
+        specs: The trials' `ExperimentSpec`s, checked: every combination
+            `bayes` may choose (`sweeps.trials`), or the planned trials
+            (`executors.plan_sweep`), in order.
+        channel: The queue remote trials send through (`executors._channel`).
+        request: Each trial's resources (`{"num_cpus": 1}` or `{"num_gpus": 1}`).
+        progress: Progress callbacks; each gets `on_run_end(record)` as a trial ends.
+        cwd: The directory relative data paths are read from.
+
+    Returns:
+        The trials' final records, in the order Tune started them.
+    """
+    tune = import_tune()
+    optuna = import_optuna()
+    # Ray Tune is optional: `import_tune` above said how to install it if it is missing.
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+    from ray.tune.search.optuna import OptunaSearch
+
+    sweep = spec.sweep
+    metric = sweep.metric or train.preflight(specs[0]).monitor_metric
+    mode = sweeps.metric_mode(metric, sweep.mode)
+    if sweep.method == "bayes":
+        search = OptunaSearch(
+            space=_Space(sweep.parameters),
+            metric=metric,
+            mode=mode,
+            sampler=optuna.samplers.TPESampler(seed=sweep.seed),
+        )
+        param_space, num_samples = {}, sweep.num_trials
+    else:
+        search = None
+        param_space = {"trial": tune.grid_search(list(range(len(specs))))}
+        num_samples = 1
+    if sweep.scheduler is not None:
+        scheduler = ASHAScheduler(
+            time_attr="training_iteration",
+            metric=metric,
+            mode=mode,
+            max_t=spec.train.epochs,
+            grace_period=min(sweep.scheduler.grace_period, spec.train.epochs),
+            reduction_factor=sweep.scheduler.reduction_factor,
+        )
+    else:
+        scheduler = FIFOScheduler()
+    data = {}
+    for trial_spec in specs:
+        document = trial_spec.to_dict()
+        path = document.get("task", {}).get("path")
+        if isinstance(path, str) and path not in data:
+            data[path] = remote.data_file(document, cwd)
+
+    callback = _store_callback(tune, spec, store, sweep_id, channel, progress)
+    trainable = tune.with_parameters(
+        _trainable,
+        spec_document=spec.to_dict(),
+        sweep_id=sweep_id,
+        data=data,
+        channel=channel,
+        metric=metric,
+    )
+    resources = {"gpu": request["num_gpus"]} if "num_gpus" in request else {"cpu": 1}
+    directory = tempfile.mkdtemp(prefix="keras-seq-tune-")
+    try:
+        tuner = tune.Tuner(
+            tune.with_resources(trainable, resources),
+            param_space=param_space,
+            tune_config=tune.TuneConfig(
+                search_alg=search, scheduler=scheduler, num_samples=num_samples
+            ),
+            run_config=tune.RunConfig(
+                name=sweep_id,
+                storage_path=directory,
+                callbacks=[callback],
+                failure_config=tune.FailureConfig(max_failures=0),
+                verbose=0,
+            ),
+        )
+        tuner.fit()
+        callback.drain()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return [store.get(run_id) for run_id in callback.run_ids]
+
+
+def _store_callback(tune, spec, store, sweep_id, channel, progress):
+    """A `tune.Callback` that keeps the driver's store: runs created, epochs and ends written.
+
+    Tune pickles its run config (callbacks included) into its experiment state; the store,
+    the channel and the mirror are this process's and are left out of that copy
+    (`__getstate__`), which nothing here reads back.
+    """
+
+    class StoreCallback(tune.Callback):
+        def __init__(self, spec, store, sweep_id, channel, progress):
+            self.sweep_id = sweep_id
+            self.live = {
+                "spec": spec,
+                "store": store,
+                "channel": channel,
+                "progress": list(progress),
+                "mirror": remote.Mirror(store),
+            }
+            self.run_ids: list[str] = []
+            self.waiting: dict[str, list[dict]] = {}  # messages of runs not created yet
+
+        def __getstate__(self):
+            return {"sweep_id": self.sweep_id, "live": None, "run_ids": list(self.run_ids)}
+
+        def drain(self):
+            channel, mirror = self.live["channel"], self.live["mirror"]
+            while True:
+                size = channel.qsize()
+                if not size:
+                    return
+                for message in channel.get_nowait_batch(size):
+                    if message["run_id"] in self.run_ids:
+                        mirror.message(message)
+                    else:
+                        self.waiting.setdefault(message["run_id"], []).append(message)
+
+        def on_step_begin(self, iteration, trials, **info):
+            self.drain()
+
+        def on_trial_start(self, iteration, trials, trial, **info):
+            run_id = run_id_of(self.sweep_id, trial.trial_id)
+            values = parameter_values(self.live["spec"], trial.config)
+            document = sweeps.trial(self.live["spec"], len(self.run_ids), values).spec
+            self.live["store"].create_run(document, sweep_id=self.sweep_id, run_id=run_id)
+            self.run_ids.append(run_id)
+            for message in self.waiting.pop(run_id, []):
+                self.live["mirror"].message(message)
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            self._ended(trial, None)
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            self._ended(trial, RuntimeError(f"Ray Tune trial {trial.trial_id} failed"))
+
+        def _ended(self, trial, error):
+            self.drain()
+            mirror, store = self.live["mirror"], self.live["store"]
+            run_id = run_id_of(self.sweep_id, trial.trial_id)
+            if run_id not in self.run_ids:
+                return
+            if run_id not in mirror.finished:
+                if error is not None:
+                    mirror.lost(run_id, error, self.sweep_id)
+                else:
+                    mirror.pruned(run_id)
+            record = store.get(run_id)
+            for callback in self.live["progress"]:
+                callback.on_run_end(record)
+
+    return StoreCallback(spec, store, sweep_id, channel, progress)
+
+
+__all__ = ["TUNE_INSTALL_HINT", "import_tune", "parameter_values", "run_tune_sweep"]

@@ -1,0 +1,158 @@
+"""Remote trials without Ray: the worker's side (`run_trial`) and the driver's (`Mirror`).
+
+`run_trial` is called here as a Ray worker calls it, with a list as its channel; the messages
+and the result are then applied to a separate driver store, as `run_sweep` does with what
+Ray brings back. The cluster itself is tested in `test_ray_no_shared_disk.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from builder_ui.builders import load_spec
+from builder_ui.engine import remote
+from builder_ui.engine.store import RunStore
+
+EPOCHS = 2
+
+
+class ListChannel:
+    """What a trial puts into its Ray queue, kept in order."""
+
+    def __init__(self):
+        self.messages = []
+
+    def put(self, message):
+        self.messages.append(message)
+
+
+def _csv_spec(path):
+    return load_spec(
+        {
+            "version": 2,
+            "name": "walks",
+            "task": {"type": "csv_sequences", "path": str(path), "inputs": "numeric"},
+            "model": {
+                "type": "sequence_classifier",
+                "encoder": {"type": "rnn", "cell": "gru", "units": 4},
+            },
+            "train": {"epochs": EPOCHS, "batch_size": 16, "learning_rate": 0.01, "seed": 0},
+        }
+    ).to_dict()
+
+
+def _write_walks(path):
+    rng = np.random.default_rng(0)
+    walks = rng.normal(size=(80, 6)).cumsum(axis=1)
+    lines = [
+        ("up" if w[-1] > w[0] else "down") + "," + ",".join(f"{v:.3f}" for v in w) for w in walks
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture
+def trained(tmp_path, monkeypatch):
+    """One trial run as a worker runs it, its data file gone from the driver's path meanwhile."""
+    (tmp_path / "worker-tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "worker-tmp"))  # the worker's /tmp
+    data_path = tmp_path / "driver" / "walks.csv"
+    data_path.parent.mkdir()
+    _write_walks(data_path)
+    spec = _csv_spec(data_path)
+    driver = RunStore(tmp_path / "driver" / "runs")
+    run_id = driver.create_run(spec, sweep_id="sweep1")
+    data = remote.data_file(spec, tmp_path)
+    data_path.rename(tmp_path / "elsewhere.csv")  # the worker must use the bytes it was sent
+    channel = ListChannel()
+    result = remote.run_trial(spec, run_id, data, channel)
+    yield driver, run_id, channel.messages, result, tmp_path / "worker-tmp"
+    driver.close()
+
+
+def test_the_worker_sends_start_then_each_epoch_with_its_checkpoint(trained):
+    _, run_id, messages, result, worker_tmp = trained
+    assert [m["kind"] for m in messages] == ["start"] + ["epoch"] * EPOCHS
+    assert all(m["run_id"] == run_id for m in messages)
+    assert (
+        messages[0]["info"]["backend"] == keras.backend.backend() and messages[0]["info"]["params"]
+    )
+    assert [m["epoch"] for m in messages[1:]] == list(range(1, EPOCHS + 1))
+    for message in messages[1:]:
+        assert message["checkpoint"], "each epoch carries the checkpoint written before it"
+        assert "val_loss" in message["metrics"]
+    assert result["status"] == "done", result["error"]
+    assert "model.keras" in result["files"] and result["artifacts"]["model.keras"] == "model.keras"
+    assert [row["epoch"] for row in result["history"]] == list(range(1, EPOCHS + 1))
+    assert not any(name.startswith("backup/") for name in result["files"])  # done: no checkpoint
+    left = [p.name for p in worker_tmp.iterdir() if p.name.startswith(remote.SCRATCH_PREFIX)]
+    assert left == []  # the scratch directory is gone
+
+
+def test_the_driver_writes_the_epochs_checkpoints_and_files_as_a_local_run(trained):
+    driver, run_id, messages, result, _ = trained
+    mirror = remote.Mirror(driver)
+    mirror.message(messages[0])
+    assert driver.get(run_id).status == "running"
+    mirror.message(messages[1])
+    assert [row.epoch for row in driver.history(run_id)] == [1]
+    backup = driver.artifact_dir(run_id) / "backup"
+    assert sorted(
+        p.relative_to(backup).as_posix() for p in backup.rglob("*") if p.is_file()
+    ) == sorted(messages[1]["checkpoint"])
+    for message in messages[2:]:
+        mirror.message(message)
+    mirror.result(run_id, result)
+    record = driver.get(run_id)
+    assert record.status == "done" and record.sweep_id == "sweep1"
+    assert [row.epoch for row in record.history] == list(range(1, EPOCHS + 1))
+    assert record.metrics == pytest.approx(result["metrics"])
+    assert record.params == messages[0]["info"]["params"]
+    model = keras.saving.load_model(driver.artifact_path(run_id, "model.keras"), safe_mode=True)
+    assert model.count_params() == record.params
+    assert not backup.exists()  # a done run keeps no checkpoint, as locally
+    # A late message for the finished run changes nothing.
+    mirror.message(messages[-1])
+    assert not backup.exists() and driver.get(run_id).status == "done"
+    # The stored spec is the driver's: its own data path, not the worker's scratch copy.
+    assert record.spec["task"]["path"].endswith(str(Path("driver") / "walks.csv"))
+
+
+def test_a_lost_worker_leaves_a_started_trial_interrupted_and_a_queued_one_queued(trained):
+    driver, run_id, messages, _, _ = trained
+    mirror = remote.Mirror(driver)
+    for message in messages[:2]:
+        mirror.message(message)
+    mirror.lost(run_id, RuntimeError("worker died"), "sweep1")
+    record = driver.get(run_id)
+    assert record.status == "interrupted"
+    assert "after 1 epoch(s)" in record.error and "keras-seq resume sweep1" in record.error
+    assert (driver.artifact_dir(run_id) / "backup").is_dir()  # what resuming reads
+
+    queued = driver.create_run(_csv_spec("unused.csv"), sweep_id="sweep1")
+    remote.Mirror(driver).lost(queued, RuntimeError("worker died"), "sweep1")
+    assert driver.get(queued).status == "queued"
+
+
+def test_a_killed_trials_scratch_directory_is_removed_by_the_next_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    abandoned = tmp_path / f"{remote.SCRATCH_PREFIX}abandoned"
+    (abandoned / "store").mkdir(parents=True)
+    (abandoned / remote.OWNER_FILE).write_text(dead.stdout.strip(), encoding="ascii")
+    live = tmp_path / f"{remote.SCRATCH_PREFIX}live"
+    live.mkdir()
+    (live / remote.OWNER_FILE).write_text(str(os.getppid()), encoding="ascii")
+    unowned = tmp_path / f"{remote.SCRATCH_PREFIX}being-made"
+    unowned.mkdir()
+    assert remote.remove_abandoned_scratch() == [abandoned]
+    assert not abandoned.exists() and live.is_dir() and unowned.is_dir()

@@ -1,0 +1,93 @@
+"""`method: bayes` and `scheduler: asha` on the Ray executor, through Ray Tune's OptunaSearch and
+ASHAScheduler, into the driver's store (each trial a remote trial: `builder_ui.engine.remote`).
+
+A local Ray instance of 2 CPUs, the test's own (`RAY_TMPDIR`); the tiny long-lag classifier of
+the local search tests. `local_ray` is in this folder's conftest.
+"""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import pytest
+
+from builder_ui.engine import executors
+from builder_ui.engine.store import RunStore
+
+pytest.importorskip("optuna")
+pytest.importorskip("ray.tune")
+
+BASE = {
+    "version": 2,
+    "name": "tune",
+    "task": {"type": "long_lag", "lag": 5, "n": 120, "num_distractors": 4},
+    "model": {"type": "sequence_classifier", "encoder": {"type": "rnn", "cell": "gru", "units": 4}},
+    "train": {"epochs": 2, "batch_size": 32, "learning_rate": 0.01, "seed": 2},
+}
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose(local_ray, tmp_path):
+    store = RunStore(tmp_path / "runs")
+    parameters = {"train.learning_rate": [0.003, 0.01, 0.03], "model.encoder.cell": ["gru", "lstm"]}
+    document = {
+        **BASE,
+        "sweep": {"method": "bayes", "num_trials": 4, "seed": 0, "parameters": parameters},
+    }
+    ended = []
+
+    class Ended:
+        def on_run_end(self, record):
+            ended.append(record.id)
+
+    result = executors.run_sweep(document, store=store, executor="ray", callbacks=[Ended()])
+    records = store.list_runs(sweep_id=result.sweep_id, history=True)
+    assert len(records) == 4 and sorted(result.run_ids) == sorted(r.id for r in records)
+    assert sorted(ended) == sorted(result.run_ids)
+    assert [record.status for record in records] == ["done"] * 4, [r.error for r in records]
+    assert sorted(record.name for record in records) == [f"tune-{i}" for i in range(4)]
+    for record in records:
+        assert record.spec["train"]["learning_rate"] in parameters["train.learning_rate"]
+        assert record.spec["model"]["encoder"]["cell"] in parameters["model.encoder.cell"]
+        assert [row.epoch for row in record.history] == [1, 2]
+        model = keras.saving.load_model(
+            store.artifact_path(record.id, "model.keras"), safe_mode=True
+        )
+        assert model.count_params() == record.params
+        assert record.pid == os.getpid()  # the driver owns the run
+
+
+def test_asha_on_ray_prunes_a_weak_trial_and_keeps_its_epochs(local_ray, tmp_path):
+    # Grid order: a learning rate that learns, then two that barely move the weights. With 2
+    # CPUs the first two train together; the third starts when one of them ends, after both
+    # reported epoch 1, and its epoch-1 val_loss (about 0.69, as the other weak one's) is
+    # outside the best third of that rung: Ray's ASHA stops it there. The learning one is the
+    # best at every rung and completes; the second weak one may go on or stop, as it reached
+    # the rung before or after the learning one.
+    store = RunStore(tmp_path / "runs")
+    document = {
+        **BASE,
+        "task": {**BASE["task"], "n": 400},
+        "train": {**BASE["train"], "epochs": 3, "batch_size": 16},
+        "sweep": {
+            "parameters": {"train.learning_rate": [0.03, 1e-6, 1e-7]},
+            "metric": "val_loss",
+            "scheduler": {"type": "asha", "grace_period": 1, "reduction_factor": 3},
+        },
+    }
+    result = executors.run_sweep(document, store=store, executor="ray")
+    records = {
+        r.spec["train"]["learning_rate"]: r
+        for r in store.list_runs(sweep_id=result.sweep_id, history=True)
+    }
+    good, weak, weakest = records[0.03], records[1e-6], records[1e-7]
+    assert good.status == "done", good.error
+    assert [row.epoch for row in good.history] == [1, 2, 3]
+    assert weakest.status == "pruned", (weakest.status, weakest.error)
+    assert [row.epoch for row in weakest.history] == [1]
+    assert "Pruned by the sweep's scheduler" in weakest.error
+    assert not (store.artifact_dir(weakest.id) / "model.keras").exists()
+    assert weakest.metrics["loss"] == pytest.approx(weakest.history[0].metrics["val_loss"])
+    assert weak.status in ("done", "pruned"), weak.error

@@ -1,15 +1,17 @@
 """The README's Python examples run as written."""
 
-import re
 from pathlib import Path
 
 import pytest
+
+from tests.docs.snippets import runnable_python_blocks
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def python_blocks():
-    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    """The README's python blocks, but for a section that a test of its own runs."""
+    return [block.code for block in runnable_python_blocks(README)]
 
 
 def test_readme_has_python_examples():

@@ -28,7 +28,9 @@
   the LiteRT interpreter): the model's forward pass, or for an
   encoder–decoder its greedy decode loop from source ids to target ids,
   scores and lengths (no text: see `builder_ui.results.onnx_litert`, which
-  also says how each is converted and why). A LiteRT file has a fixed batch
+  also says how each is converted and why). A translator's ONNX file keeps
+  both vocabularies in its metadata (`onnx_litert.VOCABULARIES_KEY`), so that
+  text can be encoded and decoded beside it. A LiteRT file has a fixed batch
   size (`batch_size`, default 1). A run that trained in mixed precision, or
   a backend other than TensorFlow, is refused with the reason; so is a model
   with an operator the format has no conversion for (named).
@@ -390,15 +392,16 @@ def _export_runtime(store: RunStore, record, format: str, batch_size: int | None
     except onnx_litert.ConversionError as error:
         raise ExportError(f"Run {record.id!r} cannot be exported as {label}: {error}") from None
     model = load_trained_model(store, record.id)
-    decode_length = None
+    decode_length, metadata = None, None
     if _is_encoder_decoder(model):
         translator = _translator(model, record, store)
         model, decode_length = translator.model, translator.max_length
+        metadata = {onnx_litert.VOCABULARIES_KEY: translator.vocabularies_json()}
     name = FILES[format]
     try:
         with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{name}") as path:
             if format == "onnx":
-                onnx_litert.write_onnx(model, path, decode_length=decode_length)
+                onnx_litert.write_onnx(model, path, decode_length=decode_length, metadata=metadata)
             else:
                 onnx_litert.write_litert(
                     model, path, batch_size=batch_size, decode_length=decode_length

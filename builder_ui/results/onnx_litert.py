@@ -23,6 +23,10 @@ What goes into the file:
   operators and LiteRT's builtin operators no tokeniser, so the SavedModel's
   `translate` signature has no counterpart; ids come from, and go back to
   text through, the run's vocabularies (`Vocabulary.encode` / `decode`).
+  The ONNX file carries them in its metadata, under `VOCABULARIES_KEY`
+  (the JSON of `Translator.vocabularies_json`): a subword vocabulary is a
+  SentencePiece model there, so `sentencepiece` and `onnxruntime` alone
+  translate text with it. A LiteRT file does not carry them.
 
 ONNX: `tf2onnx.convert.from_function` on the traced call, opset 18, which is
 what Keras's `model.export(format="onnx")` does on TensorFlow, with two
@@ -73,7 +77,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -84,6 +88,8 @@ from builder_ui.engine.native_logs import without_startup_notices
 # and the first with BitwiseAnd.
 ONNX_OPSET = 18
 INT32_MIN = int(np.iinfo(np.int32).min)
+# The metadata key of a translator's vocabularies in its ONNX file (`Translator.vocabularies_json`).
+VOCABULARIES_KEY = "keras_seq.vocabularies"
 # The Python packages each format needs (module name: pip name).
 PACKAGES = {
     "onnx": {"tensorflow": "tensorflow", "tf2onnx": "tf2onnx", "onnx": "onnx"},
@@ -182,8 +188,18 @@ def _source_spec(batch_size: int | None) -> Any:
 # --- ONNX -------------------------------------------------------------------------------------
 
 
-def write_onnx(model: Any, path: str | os.PathLike, *, decode_length: int | None = None) -> None:
+def write_onnx(
+    model: Any,
+    path: str | os.PathLike,
+    *,
+    decode_length: int | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> None:
     """Write `model` (or its greedy decode loop) as an ONNX file; see the module docstring.
+
+    `metadata` goes into the file's `metadata_props` (onnxruntime:
+    `session.get_modelmeta().custom_metadata_map`); a translator's export
+    keeps its vocabularies there (`VOCABULARIES_KEY`).
 
     Raises:
         ConversionError: An operator without an ONNX conversion (named).
@@ -210,6 +226,8 @@ def write_onnx(model: Any, path: str | os.PathLike, *, decode_length: int | None
             f"tf2onnx has no ONNX (opset {ONNX_OPSET}) conversion for the TensorFlow "
             f"operator(s) {', '.join(unknown)}{why}"
         )
+    for key, value in (metadata or {}).items():
+        proto.metadata_props.add(key=key, value=value)
     onnx.checker.check_model(proto)
     onnx.save_model(proto, os.fspath(path))
 

@@ -425,15 +425,27 @@ class Translator(keras.Model):
             raise
         return path
 
-    def _write_vocabularies(self, directory):
-        """Both vocabularies as JSON in `directory/vocabularies.json`, for readers without TF."""
-        os.makedirs(directory, exist_ok=True)
+    def vocabularies_json(self):
+        """Both vocabularies as one JSON text, for runtimes without keras_seq.
+
+        `{"source_vocabulary": ..., "target_vocabulary": ...}`, each
+        `Vocabulary.get_config()`: a word vocabulary's tokens in id order, or
+        a subword vocabulary's SentencePiece model (base64), which
+        `sentencepiece.SentencePieceProcessor(model_proto=...)` reads, its
+        ids those of the model. What the SavedModel keeps in
+        `assets.extra/vocabularies.json` and an ONNX export in its metadata.
+        """
         vocabularies = {
             "source_vocabulary": self.source_vocabulary.get_config(),
             "target_vocabulary": self.target_vocabulary.get_config(),
         }
+        return json.dumps(vocabularies, ensure_ascii=False)
+
+    def _write_vocabularies(self, directory):
+        """Both vocabularies as JSON in `directory/vocabularies.json`, for readers without TF."""
+        os.makedirs(directory, exist_ok=True)
         with open(os.path.join(directory, VOCABULARIES_FILE), "w", encoding="utf-8") as file:
-            json.dump(vocabularies, file, ensure_ascii=False)
+            file.write(self.vocabularies_json())
 
 
 class _TextSignature:

@@ -26,7 +26,14 @@ import yaml
 
 from builder_ui import builders, cli
 from builder_ui.builders import load_spec
-from tests.docs.snippets import ROOT, blocks, pages, python_pages
+from tests.docs.snippets import (
+    ROOT,
+    RUN_ELSEWHERE,
+    blocks,
+    pages,
+    python_pages,
+    runnable_python_blocks,
+)
 
 PAGE_TIMEOUT_S = 900  # a hang guard: a page takes seconds to a minute; a loaded machine longer
 MAX_NOT_RUN = 3
@@ -66,9 +73,7 @@ def _page_id(page) -> str:
 @pytest.mark.parametrize("page", python_pages(), ids=_page_id)
 def test_python_blocks_of_the_page_run_in_order(page, tmp_path, ray_temp_root):
     runnable = [
-        {"where": block.where, "code": block.code}
-        for block in blocks(page, "python")
-        if block.not_run_reason() is None
+        {"where": block.where, "code": block.code} for block in runnable_python_blocks(page)
     ]
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "blocks.json").write_text(json.dumps(runnable), encoding="utf-8")
@@ -95,6 +100,12 @@ def test_python_blocks_of_the_page_run_in_order(page, tmp_path, ray_temp_root):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     assert "ALL BLOCKS RAN" in result.stdout
+
+
+def test_sections_run_elsewhere_have_their_test():
+    for (page, section), test in RUN_ELSEWHERE.items():
+        assert (ROOT / test).is_file(), test
+        assert f"\n## {section}\n" in (ROOT / page).read_text(encoding="utf-8"), (page, section)
 
 
 def test_every_page_with_code_has_a_python_block_that_runs():

@@ -174,3 +174,24 @@ def test_the_translators_source_length_stays_free(runs):
             litert_run(litert_path, {"source": batch}),
             {key: value[rows] for key, value in expected.items()},
         )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_onnx_file_carries_the_runs_vocabularies(runs, name):
+    import json
+
+    import onnxruntime
+
+    from builder_ui.results.export import stored_task
+    from builder_ui.results.onnx_litert import VOCABULARIES_KEY
+    from keras_seq.tasks import Vocabulary
+
+    store, exported = runs
+    record, onnx_path, _ = exported[name]
+    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    document = json.loads(session.get_modelmeta().custom_metadata_map[VOCABULARIES_KEY])
+    task = stored_task(store, record.id)
+    source = Vocabulary.from_config(document["source_vocabulary"])
+    target = Vocabulary.from_config(document["target_vocabulary"])
+    assert source == task.source_vocabulary and target == task.target_vocabulary
+    assert len(target) == task.targets.vocab_size

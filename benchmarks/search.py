@@ -13,10 +13,14 @@ runs it):
 
 The space: the long-lag task (lag 30: remember the first of 30 symbols), a sequence
 classifier whose cell is `simple` or `gru`, with 8 or 32 units, and a learning rate of
-3e-4, 1e-3, 3e-3 or 1e-2 (2 × 2 × 4 = 16). A trial's score is `sweep.metric`
-(`val_loss`) at its last recorded epoch, as the search itself scores it; the table gives
-each arm's best score per seed, the median over seeds, and the epochs spent. Lower is
-better.
+1e-4, 3e-4, 1e-3 or 3e-3 (2 × 2 × 4 = 16), 6 epochs a whole trial. Two settings were
+tried before this one and gave no contrast: at lag 30 with 8 epochs and rates up to 1e-2
+both searches found a validation loss of 0.0000 on every seed; at lag 60 with these
+rates no configuration learnt (0.70, chance) on the seeds run.
+
+A trial's score is `sweep.metric` (`val_loss`) at its last recorded epoch, as the search
+itself scores it; the table gives each arm's best score per seed, the median over seeds,
+and the epochs spent. Lower is better.
 
 Run from the repository root:
 
@@ -44,7 +48,7 @@ ARMS = ("random", "tpe-asha")
 PARAMETERS = {
     "model.encoder.cell": ["simple", "gru"],
     "model.encoder.units": [8, 32],
-    "train.learning_rate": [0.0003, 0.001, 0.003, 0.01],
+    "train.learning_rate": [0.0001, 0.0003, 0.001, 0.003],
 }
 METRIC = "val_loss"
 
@@ -52,7 +56,7 @@ METRIC = "val_loss"
 @dataclasses.dataclass(frozen=True)
 class Settings:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    epochs: int = 8
+    epochs: int = 6
     random_trials: int = 6
     lag: int = 30
     n: int = 1000
@@ -97,7 +101,7 @@ def parse_args(argv=None):
         description="TPE with ASHA against random search at the same epochs spent."
     )
     parser.add_argument("--seeds", default="0,1,2,3,4", help="comma-separated seeds")
-    parser.add_argument("--epochs", type=int, default=8, help="epochs of a whole trial")
+    parser.add_argument("--epochs", type=int, default=6, help="epochs of a whole trial")
     parser.add_argument(
         "--random-trials", type=int, default=6, help="random search's trials (the budget)"
     )

@@ -258,7 +258,8 @@ class Progress:
             self.rate = (self.batches_done - self._since_batches) / (now - self._since)
 
 
-def _floats(logs: Mapping[str, Any]) -> dict[str, float]:
+def floats_only(logs: Mapping[str, Any]) -> dict[str, float]:
+    """The logs that are numbers, as Python floats (JSON-ready); the others are left out."""
     values = {}
     for key, value in logs.items():
         try:
@@ -352,7 +353,7 @@ class MessageCallback(ProgressCallback):
                 "device": record.device,
                 "precision": record.precision,
                 "params": record.params,
-                "history": [_floats(row.metrics) for row in record.history],
+                "history": [floats_only(row.metrics) for row in record.history],
             },
         )
 
@@ -364,10 +365,10 @@ class MessageCallback(ProgressCallback):
         if step < steps and now - self._last_batch < BATCH_REPORT_S:
             return
         self._last_batch = now
-        self.send("batch_end", {"step": step, "steps": steps, "logs": _floats(logs)})
+        self.send("batch_end", {"step": step, "steps": steps, "logs": floats_only(logs)})
 
     def on_epoch_end(self, epoch: int, logs: Mapping[str, float]) -> None:
-        self.send("epoch_end", {"epoch": epoch, "logs": _floats(logs)})
+        self.send("epoch_end", {"epoch": epoch, "logs": floats_only(logs)})
 
     def on_run_end(self, record: Any) -> None:
         self.send("run_end", {"status": record.status})

@@ -31,6 +31,13 @@ Cancelling a waiting run takes it out of the queue and records it as
 `cancelled` at once; cancelling a training run sets its event, which the
 engine checks after every batch, so it ends `cancelled` cleanly.
 
+A sweep with `method: bayes` or a scheduler (`submit_search`) keeps its
+Optuna study here, in the app (`builder_ui.engine.queued_search`): each
+trial's training process asks it after every epoch whether to stop the trial
+(`pruned`), and with `bayes` each trial's end chooses the next one, which
+goes to the front of the queue so that the search runs as one. Cancelling a
+trial of a `bayes` search ends the search: no trial is chosen after it.
+
 Closing the queue (the app stopping: Ctrl+C, SIGTERM) is not cancelling: a
 training run is interrupted after its batch and ends `interrupted`, with its
 finished epochs and checkpoint, so that it can be resumed from the app or with
@@ -58,6 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder_ui.engine.progress import TRAINING, WAITING, ProgressBoard
+from builder_ui.engine.queued_search import QueuedSearch
 from builder_ui.engine.slots import detect_slots, slot_environment
 from builder_ui.engine.store import (
     RunRecord,
@@ -84,6 +92,7 @@ class Job:
         slot: The device slot it trains on, once started.
         submitted, started, finished: `time.time()` stamps.
         error: Why it failed, when the queue knows.
+        search: The study of its sweep, when the sweep is a search (`submit_search`).
     """
 
     run_id: str
@@ -98,6 +107,7 @@ class Job:
     started: float | None = None
     finished: float | None = None
     error: str | None = None
+    search: QueuedSearch | None = field(default=None, repr=False)
 
 
 def recover_orphans(store: RunStore) -> list[str]:
@@ -174,24 +184,40 @@ class JobQueue:
                 `sweep` section (expand sweeps first, `builder_ui.builders.sweeps.expand`).
             sweep_id: Recorded on every run (the trials of one sweep).
         """
-        specs = list(specs)
+        return self._submit(list(specs), sweep_id)
+
+    def submit_search(self, search: QueuedSearch) -> list[str]:
+        """Queue a `bayes` or scheduled sweep, its study kept here; returns the run ids queued now.
+
+        With `grid` or `random` every planned trial is queued now; with
+        `bayes` the first chosen one, each next one as the one before ends.
+        """
+        return self._submit(search.first_specs(), search.sweep_id, search)
+
+    def _submit(self, specs: list[Any], sweep_id: str | None, search=None, front=False):
         if self._closed:
             raise RuntimeError("The training queue is closed; restart the app to train.")
         slots = self.slots
-        owner = this_process()
-        jobs = []
-        for spec in specs:
-            run_id = self.store.create_run(spec, sweep_id=sweep_id)
-            self.store.update(run_id, pid=owner["pid"], host=owner["host"])
-            jobs.append(Job(run_id, self.store.get(run_id, history=False).name, sweep_id))
+        jobs = [self._new_job(spec, sweep_id, search) for spec in specs]
         with self._condition:
             for job in jobs:
                 self._jobs[job.run_id] = job
-                self._pending.append(job)
+                if front:
+                    self._pending.appendleft(job)
+                else:
+                    self._pending.append(job)
                 self.board.apply(job.run_id, "status", {"status": WAITING})
             self._start_workers(slots)
             self._condition.notify_all()
         return [job.run_id for job in jobs]
+
+    def _new_job(self, spec: Any, sweep_id: str | None, search: QueuedSearch | None) -> Job:
+        owner = this_process()
+        run_id = self.store.create_run(spec, sweep_id=sweep_id)
+        self.store.update(run_id, pid=owner["pid"], host=owner["host"])
+        if search is not None:
+            search.attach(run_id)
+        return Job(run_id, self.store.get(run_id, history=False).name, sweep_id, search=search)
 
     def warm_up(self) -> None:
         """Start the workers and their training processes now, so the first run starts at once.
@@ -305,8 +331,12 @@ class JobQueue:
 
     def _train(self, job: Job, slot: str) -> None:
         state, error = "failed", None
+        prune = None
         try:
+            if job.search is not None and not job.resume:
+                prune = job.search.begin(job.run_id)
             if self._runner is not None:
+                extra = {"prune": prune} if prune is not None else {}
                 record = self._runner(
                     None,
                     store=self.store,
@@ -315,27 +345,46 @@ class JobQueue:
                     cancel=job.cancel,
                     interrupt=job.interrupt,
                     resume=job.resume,
+                    **extra,
                 )
                 state, error = record.status, record.error
             else:
-                state, error = self._train_in_process(job, self._processes[slot])
+                state, error = self._train_in_process(job, self._processes[slot], prune)
         except Exception as failure:  # keep the worker alive for the next runs
             _logger.exception("Run %s could not be trained", job.run_id)
             error = f"{type(failure).__name__}: {failure}"
             self._mark_failed(job.run_id, error)
         finally:
+            if job.search is not None and not job.resume:
+                self._continue_search(job)  # its next trial waits before this one has ended
             with self._condition:
                 job.state, job.error, job.finished = state, error, time.time()
                 self._condition.notify_all()
             self.board.apply(job.run_id, "status", {"status": state})
 
-    def _train_in_process(self, job: Job, process: TrainingProcess) -> tuple[str, str | None]:
+    def _continue_search(self, job: Job) -> None:
+        """Tell the study how the trial ended; queue the trial it chooses next (`bayes`)."""
+        search = job.search
+        try:
+            if self._closed or job.cancel.is_set() or job.interrupt.is_set():
+                search.stop()
+            following = search.end(job.run_id, self.store.get(job.run_id))
+            if following is not None and not self._closed:
+                self._submit([following], search.sweep_id, search, front=True)
+        except Exception:  # the trials so far stay as they are; the queue goes on
+            _logger.exception("Search %s could not choose its next trial", search.sweep_id)
+            search.stop()
+
+    def _train_in_process(
+        self, job: Job, process: TrainingProcess, prune=None
+    ) -> tuple[str, str | None]:
         state, error = process.train(
             job.run_id,
             job.cancel,
             lambda kind, payload: self.board.apply(job.run_id, kind, payload),
             resume=job.resume,
             interrupt=job.interrupt,
+            prune=prune,
         )
         if state != "lost":
             return state, error
@@ -361,7 +410,8 @@ class JobQueue:
         """Cancel a run of this queue; returns what happened, in words.
 
         A waiting run is taken out of the queue and recorded `cancelled`; a
-        training run stops after its current batch (then `cancelled`).
+        training run stops after its current batch (then `cancelled`). A trial
+        of a `bayes` search ends the search: no trial is chosen after it.
 
         Raises:
             KeyError: The run was not submitted to this queue.
@@ -374,6 +424,10 @@ class JobQueue:
                     "here can be cancelled here."
                 )
             job.cancel.set()
+            ends_search = ""
+            if job.search is not None and job.search.bayes and job.state in (WAITING, TRAINING):
+                job.search.stop()
+                ends_search = f" Search {job.sweep_id} chooses no more trials."
             if job in self._pending:
                 self._pending.remove(job)
                 job.finished = time.time()
@@ -384,11 +438,13 @@ class JobQueue:
                     return f"Run {run_id} will not be resumed now; it stays interrupted."
                 job.state = "cancelled"
                 self.store.finish(run_id, "cancelled", error="Cancelled before it started.")
+                if job.search is not None:
+                    job.search.forget(run_id)
                 self.board.apply(run_id, "status", {"status": "cancelled"})
                 self._condition.notify_all()
-                return f"Run {run_id} was waiting; it is cancelled and will not train."
+                return f"Run {run_id} was waiting; it is cancelled and will not train.{ends_search}"
             if job.state == TRAINING:
-                return f"Run {run_id} stops after its current batch (then: cancelled)."
+                return f"Run {run_id} stops after its current batch (then: cancelled).{ends_search}"
             return f"Run {run_id} already ended ({job.state})."
 
     def jobs(self) -> list[Job]:
@@ -407,14 +463,29 @@ class JobQueue:
     def wait(self, run_ids: Iterable[str], timeout: float | None = None) -> bool:
         """Block until these runs have ended; False if `timeout` seconds passed first."""
         run_ids = list(run_ids)
-        deadline = None if timeout is None else time.monotonic() + timeout
-
-        def ended() -> bool:
-            return all(
+        return self._wait_until(
+            lambda: all(
                 run_id in self._jobs and self._jobs[run_id].state not in (WAITING, TRAINING)
                 for run_id in run_ids
-            )
+            ),
+            timeout,
+        )
 
+    def wait_sweep(self, sweep_id: str, timeout: float | None = None) -> bool:
+        """Block until no run of the sweep waits or trains here (a search: its last trial
+        chosen and ended); False if `timeout` seconds passed first."""
+        return self._wait_until(
+            lambda: (
+                not any(
+                    job.sweep_id == sweep_id and job.state in (WAITING, TRAINING)
+                    for job in self._jobs.values()
+                )
+            ),
+            timeout,
+        )
+
+    def _wait_until(self, ended: Callable[[], bool], timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._condition:
             while not ended():
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -444,6 +515,8 @@ class JobQueue:
             pending, self._pending = list(self._pending), deque()
             for job in self._jobs.values():
                 job.interrupt.set()
+                if job.search is not None:
+                    job.search.stop()
             self._condition.notify_all()
         for job in pending:
             if job.resume:  # it keeps its epochs and checkpoint, to be resumed later

@@ -2,9 +2,11 @@
 
     app (JobQueue worker thread)                 python -m builder_ui.engine.worker STORE
       stdin  ── {"run": ID, "resume": …} ───────▶   train.run(run_id=ID, resume=…, cancel=…,
-             ── {"cancel": ID} / {"interrupt": ID}        interrupt=…)
+             ── {"cancel": ID} / {"interrupt": ID}        interrupt=…, prune=…)
+             ── {"verdict": …} ─────────────────▶   (the answer to a "prune" message)
              ── {"stop": true} ─────────────────▶
       stdout ◀── progress messages, {"end": …} ──   (Keras and the backend loaded once)
+             ◀── {"prune": {epoch, logs}} ───────   after each epoch of a searched trial
 
 One JSON object per line each way. The child is a plain subprocess (not
 `multiprocessing`), so it never imports the program that started the app,
@@ -15,6 +17,12 @@ with SIGKILL), the child's stdin closes: it interrupts the run in progress
 (which ends `interrupted`, its finished epochs and checkpoint kept, to be
 resumed) and exits; the same on SIGTERM to the child. Messages it can no
 longer send to a gone app are dropped, so they never fail the run.
+
+A trial of a search (`{"run": ID, "prune": true}`, `builder_ui.engine.queued_search`)
+asks the app after each recorded epoch whether to stop, and waits for the
+verdict: the study that decides lives in the app, with every trial's epochs.
+An error there (`sweep.metric` not among the run's metrics) comes back with the
+verdict and fails the run, as it would in a local sweep.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from typing import Any
 
 from builder_ui.engine import train
 from builder_ui.engine.native_logs import quiet_if_inherited
-from builder_ui.engine.progress import MessageCallback
+from builder_ui.engine.progress import MessageCallback, floats_only
 from builder_ui.engine.store import RunStore
 
 # How long the app waits for a message before looking at the process and the cancel button.
@@ -106,18 +114,20 @@ class TrainingProcess:
         *,
         resume: bool = False,
         interrupt: threading.Event | None = None,
+        prune=None,
     ) -> tuple[str, str | None]:
         """Train run `run_id` (continue it, with `resume`); report via `on_message(kind, payload)`.
 
         Setting `cancel` ends the run `cancelled`; setting `interrupt` ends it
-        `interrupted` (resumable).
+        `interrupted` (resumable). `prune(epoch, logs) -> bool`, when given, is
+        asked after each recorded epoch, here; true ends the run `pruned`.
 
         Returns:
             `(status, error)` from the engine, or `("lost", message)` if the
             process ended before the run did.
         """
         self.start()
-        self._send({"run": run_id, "resume": resume})
+        self._send({"run": run_id, "resume": resume, "prune": prune is not None})
         cancel_sent = interrupt_sent = False
         while True:
             if cancel.is_set() and not cancel_sent:
@@ -140,6 +150,9 @@ class TrainingProcess:
             kind, payload = message["kind"], message["payload"]
             if kind == "end":
                 return payload["status"], payload["error"]
+            if kind == "prune":
+                self._send(_verdict(prune, payload))
+                continue
             on_message(kind, payload)
 
     def stop(self, timeout: float = 1.0) -> None:
@@ -161,6 +174,20 @@ class TrainingProcess:
                         self.process.kill()
                         self.process.wait()
             self.process = None
+
+
+def _verdict(prune, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer to a trial's `prune` message: stop or not, or the error that fails it."""
+    if prune is None:
+        return {"verdict": False}
+    try:
+        return {"verdict": bool(prune(int(payload["epoch"]), dict(payload["logs"])))}
+    except Exception as error:  # the run fails with it, in its process
+        return {"verdict": False, "error": f"{type(error).__name__}: {error}"}
+
+
+class PruneError(Exception):
+    """The app's study could not judge the epoch (the message says why)."""
 
 
 def _read_lines(stream, messages: queue.Queue) -> None:
@@ -197,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             out.write(json.dumps({"kind": kind, "payload": payload}) + "\n")
 
     runs: queue.Queue = queue.Queue()
+    verdicts: queue.Queue = queue.Queue()
     cancel = threading.Event()
     interrupt = threading.Event()
     # SIGTERM (a service manager stopping the app's process group): stop as the app would.
@@ -211,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
             except json.JSONDecodeError:
                 continue
             if "run" in request:
-                runs.put((request["run"], bool(request.get("resume"))))
+                runs.put((request["run"], bool(request.get("resume")), bool(request.get("prune"))))
+            elif "verdict" in request:
+                verdicts.put(request)
             elif "cancel" in request:
                 with state_lock:
                     current["cancelled"].add(request["cancel"])
@@ -225,9 +255,21 @@ def main(argv: list[str] | None = None) -> int:
                 break
         # The app has gone (or asked to stop): the run in progress stops, resumable.
         interrupt.set()
+        verdicts.put(None)
         runs.put(None)
 
     threading.Thread(target=listen, name="requests", daemon=True).start()
+
+    def ask_app(epoch: int, logs: dict[str, Any]) -> bool:
+        """Whether the app's study stops the trial after `epoch` (no when the app has gone)."""
+        send("prune", {"epoch": epoch, "logs": floats_only(logs)})
+        verdict = verdicts.get()
+        if verdict is None:
+            verdicts.put(None)  # gone for good: every later question gets the same answer
+            return False
+        if verdict.get("error"):
+            raise PruneError(verdict["error"])
+        return bool(verdict["verdict"])
 
     import keras_seq  # noqa: F401 - Keras, the backend and the layers load now, once
 
@@ -236,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         request = runs.get()
         if request is None:
             return 0
-        run_id, resume = request
+        run_id, resume, searched = request
         with state_lock:
             current["run"] = run_id
             if run_id in current["cancelled"]:
@@ -252,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                 callbacks=[MessageCallback(send)],
                 cancel=cancel,
                 interrupt=interrupt,
+                prune=ask_app if searched else None,
             )
             status, error = record.status, record.error
         except Exception as failure:  # engine.run records what it can

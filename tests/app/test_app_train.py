@@ -210,3 +210,77 @@ def test_an_idle_page_sends_no_requests_and_aborts_none(open_train):
     time.sleep(IDLE_WATCH_S)
     assert watched.joins == [] and watched.failed == []
     assert watched.problems() == []
+
+
+# Seed 6 makes TPE's first (random start-up) choice the learning rate that learns (a
+# seeded sampler: the same order on every machine); the two weak ones come after it and ASHA
+# stops both at epoch 1, as in the engine's ASHA test (tests/builder_ui/engine/test_search.py).
+SEARCH_YAML = """\
+version: 2
+name: tpe-asha
+task: {type: long_lag, lag: 5, n: 400, num_distractors: 4}
+model:
+  type: sequence_classifier
+  encoder: {type: rnn, cell: gru, units: 4}
+train: {epochs: 3, batch_size: 16, learning_rate: 0.01, seed: 2}
+sweep:
+  method: bayes
+  num_trials: 3
+  seed: 6
+  metric: val_loss
+  parameters:
+    train.learning_rate: [0.03, 1.0e-06, 1.0e-07]
+  scheduler: {type: asha, grace_period: 1, reduction_factor: 3}
+"""
+
+
+def test_a_tpe_search_with_asha_queued_from_the_train_tab_shows_its_pruned_trials(
+    open_train, server
+):
+    """A search typed as YAML, queued with one click: trials chosen one by one, two pruned."""
+    pytest.importorskip("optuna")
+    from playwright.sync_api import expect
+
+    watched = open_train()
+    page = watched.page
+    editor = page.locator("#spec-yaml .cm-content")
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(SEARCH_YAML)  # as pasted
+    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+
+    page.get_by_role("tab", name="Train").click()
+    message = page.locator("#train-message")
+    page.locator("#queue-button").click()
+    expect(message).to_contain_text("Queued search", timeout=60_000)
+    expect(message).to_contain_text("TPE chooses 3 trials on val_loss")
+    first = re.search(r"the first (\S+?);", message.inner_text()).group(1)
+    progress = page.locator("#run-progress")
+    expect(progress).to_contain_text(re.compile(r"search \S+: 1 of 3 trials chosen"))
+    screenshot(page, "train-search-1-first-trial")
+
+    # The first trial completes; each next one is chosen as the one before ends.
+    table = page.locator("#queue-table")
+    expect(table.get_by_role("row").filter(has_text="pruned")).to_have_count(
+        2, timeout=TRAIN_TIMEOUT_MS
+    )
+    expect(table.get_by_role("row").filter(has_text=first)).to_contain_text("done")
+    # "Follow the newest run" moved on to the trials the search chose after the first.
+    expect(page.locator("#follow-run input")).to_have_value(re.compile(r"tpe-asha-2 · pruned"))
+    screenshot(page, "train-search-2-pruned")
+    with RunStore(server.runs, recover=False) as store:
+        searched = [r for r in store.list_runs() if r.name.startswith("tpe-asha")]
+    assert sorted(r.status for r in searched) == ["done", "pruned", "pruned"]
+    pruned = {r.id for r in searched if r.status == "pruned"}
+
+    # Compare lists them, and its status filter picks the pruned ones.
+    page.get_by_role("tab", name="Compare").click()
+    results = page.locator("#results-table")
+    for run_id in pruned | {first}:
+        expect(results.get_by_role("row").filter(has_text=run_id)).to_be_visible()
+    page.locator("#results-status").get_by_label("pruned").check()
+    for run_id in pruned:
+        expect(results.get_by_role("row").filter(has_text=run_id)).to_be_visible()
+    expect(results.get_by_role("row").filter(has_text=first)).to_have_count(0)
+    screenshot(page, "train-search-3-compare-pruned")
+    assert watched.problems() == []

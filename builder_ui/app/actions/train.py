@@ -18,6 +18,8 @@ from builder_ui.builders import (
     sweeps,
     validate_spec,
 )
+from builder_ui.engine import search
+from builder_ui.engine.queued_search import QueuedSearch
 from builder_ui.engine.store import FINAL_STATUSES, RunNotFoundError, RunRecord
 from builder_ui.engine.train import preflight
 from builder_ui.specs import ExperimentSpec, SpecError
@@ -43,57 +45,102 @@ def _trial_specs(spec: ExperimentSpec) -> tuple[list[ExperimentSpec], str | None
 
     if spec.sweep is None:
         return [spec], None
-    if spec.sweep.method == "bayes" or spec.sweep.scheduler is not None:
-        field = "sweep.method" if spec.sweep.method == "bayes" else "sweep.scheduler"
-        raise SpecError(
-            [
-                (
-                    field,
-                    "method 'bayes' and scheduler 'asha' are not yet queued by the app; run the "
-                    "sweep with `keras-seq sweep SPEC` (its runs appear in Compare)",
-                )
-            ]
-        )
+    _check_count(spec)
+    return sweeps.expand(spec), sweeps.sweep_id(spec)
+
+
+def _check_count(spec: ExperimentSpec) -> int:
+    """The runs the sweep will queue; an `AppError` when that is more than one click may."""
     count = sweeps.grid_size(spec) if spec.sweep.method == "grid" else spec.sweep.num_trials
     if count > MAX_RUNS_PER_SUBMIT:
         raise AppError(
             f"sweep: {count} trials is more than the app queues at once ({MAX_RUNS_PER_SUBMIT}); "
             "use `keras-seq sweep` for large sweeps, or sweep fewer values."
         )
-    return sweeps.expand(spec), sweeps.sweep_id(spec)
+    return count
 
 
-def _prepare_all(specs: Iterable[ExperimentSpec]) -> None:
-    """Every check, data included, before any run is recorded (nothing stored on a problem)."""
+def _prepare_all(specs: Iterable[ExperimentSpec]) -> list[str]:
+    """Every check, data included, before any run is recorded (nothing stored on a problem).
 
-    problems = []
+    Returns:
+        Each spec's main validation metric (its data is not kept).
+    """
+
+    problems, metrics = [], []
     for spec in specs:
         try:
-            preflight(spec)  # as the engine checks it: fields, data, device, memory budget
+            # as the engine checks it: fields, data, device, memory budget
+            metrics.append(preflight(spec).monitor_metric)
         except SpecError as error:
             problems.extend(
                 (path, f"{message} (run {spec.name})") for path, message in error.problems
             )
     if problems:
         raise SpecError(problems)
+    return metrics
 
 
 def queue_spec(ctx: AppContext, text: str) -> Submitted:
     """Queue the spec (each trial of its sweep, as one sweep) for training.
 
+    A sweep with `method: bayes` or a `scheduler` is queued as a search
+    (`_queue_search`).
+
     Raises:
         SpecError: an invalid spec (nothing is stored).
-        AppError: too many trials.
+        AppError: too many trials, or Optuna missing for a search.
     """
     result = check(text, ctx)
     if not result.ok:
         raise SpecError(result.problems)
+    if search.needs_search(result.spec.sweep):
+        return _queue_search(ctx, result.spec)
     specs, sweep_id = _trial_specs(result.spec)
     ctx.data_paths.check(*specs)  # each trial's data paths, before any data is read
     _prepare_all(specs)
     run_ids = ctx.jobs.submit(specs, sweep_id=sweep_id)
     what = f"sweep {sweep_id}: {len(run_ids)} runs" if sweep_id else f"run {run_ids[0]}"
     return Submitted(run_ids, f"Queued {what} ({result.spec.name}).")
+
+
+def _queue_search(ctx: AppContext, spec: ExperimentSpec) -> Submitted:
+    """Queue a `bayes` or scheduled sweep, its Optuna study kept by the app's queue.
+
+    Every combination a `bayes` search may choose is validated and its data
+    paths checked before anything is stored; each is also checked as the
+    engine would (data, memory) when there are at most `MAX_RUNS_PER_SUBMIT`,
+    else the first only, and a later choice that fails its checks fails
+    alone, the search going on (as `keras-seq sweep` does).
+    """
+    count = _check_count(spec)
+    candidates = sweeps.expand(spec)  # bayes: every combination it may choose
+    ctx.data_paths.check(*candidates)
+    checked = candidates if len(candidates) <= MAX_RUNS_PER_SUBMIT else candidates[:1]
+    metrics = _prepare_all(checked)
+    sweep_id = sweeps.sweep_id(spec)
+    metric = spec.sweep.metric or metrics[0]
+    bayes = spec.sweep.method == "bayes"
+    try:
+        study = QueuedSearch(spec, sweep_id, metric, planned=None if bayes else candidates)
+    except ImportError as error:
+        raise AppError(str(error)) from None
+    run_ids = ctx.jobs.submit_search(study)
+    scheduler = spec.sweep.scheduler
+    stopping = (
+        f"; ASHA stops weak trials from epoch {scheduler.grace_period} "
+        f"(reduction factor {scheduler.reduction_factor})"
+        if scheduler is not None
+        else ""
+    )
+    if bayes:
+        what = (
+            f"search {sweep_id}: TPE chooses {count} trials on {metric}, one after another, "
+            f"the first {run_ids[0]}{stopping}"
+        )
+    else:
+        what = f"sweep {sweep_id}: {len(run_ids)} runs{stopping}"
+    return Submitted(run_ids, f"Queued {what} ({spec.name}).")
 
 
 def queue_presets(ctx: AppContext, keys: Sequence[str], epochs: int | None = None) -> Submitted:
@@ -335,10 +382,13 @@ def followed_run(ctx: AppContext, mine: Sequence[str] = ()) -> str | None:
     So the view moves on from trial to trial of a sweep and preset to preset.
     A session that queued runs (`mine`) follows its own while one trains, the
     one training now while its own wait, and the last of its own once they all
-    ended: another user's later run does not take its view.
+    ended: another user's later run does not take its view. The trials a
+    search of its own chose later (`bayes`) are its own too.
     """
     jobs = ctx.jobs.jobs()
-    own = [job for job in jobs if job.run_id in set(mine)]
+    mine = set(mine)
+    own_sweeps = {job.sweep_id for job in jobs if job.run_id in mine and job.sweep_id}
+    own = [job for job in jobs if job.run_id in mine or job.sweep_id in own_sweeps]
     if own and not any(job.state in ("queued", "running") for job in own):
         return own[-1].run_id
     own_training = [job for job in own if job.state == "running"]
@@ -400,12 +450,30 @@ def _live_parts(progress, batch_size: object) -> list[str]:
 
 
 def _sweep_line(ctx: AppContext, sweep_id: str) -> str:
-    """`sweep S: 4 trials, 1 done, 1 running, 2 queued`: where the whole sweep is."""
+    """`sweep S: 4 trials, 1 done, 1 running, 2 queued`: where the whole sweep is.
+
+    A `bayes` search of this app's queue says how many of its trials are chosen:
+    `search S: 2 of 6 trials chosen, 1 done, 1 running`.
+    """
     trials = ctx.store.list_runs(sweep_id=sweep_id)
     counts: dict[str, int] = {}
     for trial in trials:
         counts[trial.status] = counts.get(trial.status, 0) + 1
     states = ", ".join(f"{n} {status}" for status, n in counts.items())
+    study = next(
+        (job.search for job in ctx.jobs.jobs() if job.sweep_id == sweep_id and job.search),
+        None,
+    )
+    if study is not None and study.bayes:
+        ending = (
+            " (no more will be chosen)"
+            if study.stopped and study.asked < study.planned_trials
+            else ""
+        )
+        return (
+            f"search {html.escape(sweep_id)}: {len(trials)} of {study.planned_trials} trials "
+            f"chosen{ending}, {states}"
+        )
     return f"sweep {html.escape(sweep_id)}: {len(trials)} trials, {states}"
 
 

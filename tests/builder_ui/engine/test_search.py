@@ -194,18 +194,3 @@ def test_asha_prunes_the_weak_trials_and_keeps_their_epochs(tmp_path, capsys):
 
 def test_pruned_is_a_final_status_of_the_store():
     assert "pruned" in STATUSES and "pruned" in FINAL_STATUSES
-
-
-def test_the_app_refuses_to_queue_a_bayes_sweep_and_stores_nothing(tmp_path):
-    ctx = actions.AppContext(tmp_path / "runs", slots=["cpu"])
-    try:
-        text = yaml.safe_dump(
-            _spec(method="bayes", num_trials=2, parameters={"train.seed": [0, 1, 2]})
-        )
-        with pytest.raises(SpecError) as excinfo:
-            actions.queue_spec(ctx, text)
-        ((path, message),) = excinfo.value.problems
-        assert path == "sweep.method" and "keras-seq sweep" in message
-        assert ctx.store.list_runs() == []
-    finally:
-        ctx.close()

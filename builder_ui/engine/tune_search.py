@@ -81,10 +81,13 @@ class _Space:
             trial.suggest_categorical(key, _choices(options))
 
 
-def parameter_values(spec: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """The sweep values of a Tune trial's `config`: its chosen parameters, or its planned trial."""
-    if "trial" in config:  # grid or random: the planned trial at that position
-        return dict(sweeps.trials(spec)[config["trial"]].values)
+def parameter_values(
+    spec: Any, config: dict[str, Any], planned: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """The sweep values of a Tune trial's `config`: its chosen parameters (bayes), or those of
+    the planned trial at its position (grid, random: `planned`, each trial's values)."""
+    if "trial" in config:
+        return dict(planned[config["trial"]])
     values = {}
     for key, options in spec.sweep.parameters.items():
         choices = _choices(options)
@@ -92,12 +95,12 @@ def parameter_values(spec: Any, config: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _trainable(config, *, spec_document, sweep_id, data, channel, metric):
+def _trainable(config, *, spec_document, planned, sweep_id, data, channel, metric):
     """One Tune trial: the remote trial of its values, reporting `metric` after each epoch."""
     from ray import tune  # Ray is optional; a worker has it, as its driver does
 
     spec = load_spec(spec_document)
-    values = parameter_values(spec, config)
+    values = parameter_values(spec, config, planned)
     trial_spec = sweeps.trial(spec, 0, values).spec.to_dict()
     run_id = run_id_of(sweep_id, tune.get_context().get_trial_id())
 
@@ -160,8 +163,10 @@ def run_tune_sweep(
             mode=mode,
             sampler=optuna.samplers.TPESampler(seed=sweep.seed),
         )
-        param_space, num_samples = {}, sweep.num_trials
+        param_space, num_samples, planned = {}, sweep.num_trials, []
     else:
+        # Each planned trial's values, made once here (not again in every trial).
+        planned = [trial.values for trial in sweeps.trials(spec)]
         search = None
         param_space = {"trial": tune.grid_search(list(range(len(specs))))}
         num_samples = 1
@@ -183,10 +188,11 @@ def run_tune_sweep(
         if isinstance(path, str) and path not in data:
             data[path] = remote.data_file(document, cwd)
 
-    callback = _store_callback(tune, spec, store, sweep_id, channel, progress)
+    callback = _store_callback(tune, spec, planned, store, sweep_id, channel, progress)
     trainable = tune.with_parameters(
         _trainable,
         spec_document=spec.to_dict(),
+        planned=planned,
         sweep_id=sweep_id,
         data=data,
         channel=channel,
@@ -216,7 +222,7 @@ def run_tune_sweep(
     return [store.get(run_id) for run_id in callback.run_ids]
 
 
-def _store_callback(tune, spec, store, sweep_id, channel, progress):
+def _store_callback(tune, spec, planned, store, sweep_id, channel, progress):
     """A `tune.Callback` that keeps the driver's store: runs created, epochs and ends written.
 
     Tune pickles its run config (callbacks included) into its experiment state; the store,
@@ -225,10 +231,11 @@ def _store_callback(tune, spec, store, sweep_id, channel, progress):
     """
 
     class StoreCallback(tune.Callback):
-        def __init__(self, spec, store, sweep_id, channel, progress):
+        def __init__(self, spec, planned, store, sweep_id, channel, progress):
             self.sweep_id = sweep_id
             self.live = {
                 "spec": spec,
+                "planned": planned,
                 "store": store,
                 "channel": channel,
                 "progress": list(progress),
@@ -257,7 +264,7 @@ def _store_callback(tune, spec, store, sweep_id, channel, progress):
 
         def on_trial_start(self, iteration, trials, trial, **info):
             run_id = run_id_of(self.sweep_id, trial.trial_id)
-            values = parameter_values(self.live["spec"], trial.config)
+            values = parameter_values(self.live["spec"], trial.config, self.live["planned"])
             document = sweeps.trial(self.live["spec"], len(self.run_ids), values).spec
             self.live["store"].create_run(document, sweep_id=self.sweep_id, run_id=run_id)
             self.run_ids.append(run_id)
@@ -285,7 +292,7 @@ def _store_callback(tune, spec, store, sweep_id, channel, progress):
             for callback in self.live["progress"]:
                 callback.on_run_end(record)
 
-    return StoreCallback(spec, store, sweep_id, channel, progress)
+    return StoreCallback(spec, planned, store, sweep_id, channel, progress)
 
 
 __all__ = ["TUNE_INSTALL_HINT", "import_tune", "parameter_values", "run_tune_sweep"]

@@ -13,10 +13,16 @@ def ray_tmpdir(ray_temp_root, monkeypatch):
 
     Short (`/tmp/rayXXXXXXXX`, the `ray_temp_root` fixture): Ray's sockets live under it, and
     a Unix socket path may not exceed 107 bytes. Also no `RAY_ADDRESS` from the environment.
+
+    Ray's token authentication is off (`RAY_AUTH_MODE=disabled`) in every Ray test, as for the
+    two-node cluster of `test_ray_no_shared_disk.py`. Seen with Ray 2.60: after an instance
+    with the default (token) mode in the same pytest worker, that cluster's driver could not
+    start its queue actor (it died before it ran), so the test failed after the Tune tests.
     """
     pytest.importorskip("ray")
     root = ray_temp_root
     monkeypatch.setenv("RAY_TMPDIR", str(root))
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     return root / "ray"  # what Ray makes of RAY_TMPDIR
 

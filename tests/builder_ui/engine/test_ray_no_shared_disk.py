@@ -28,11 +28,11 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from builder_ui.engine import executors, remote
 from builder_ui.engine.store import RunStore
+from tests.builder_ui.engine.walks import write_walks
 
 EPOCHS = 5
 START_TIMEOUT_S = 120  # hang guards: each node starts in seconds
@@ -56,16 +56,6 @@ def _free_port():
 
 def _ray_command():
     return str(Path(sys.executable).parent / "ray")
-
-
-def _write_data(path):
-    """800 random walks of 20 steps, labelled by whether they end above where they started."""
-    rng = np.random.default_rng(0)
-    walks = rng.normal(size=(800, 20)).cumsum(axis=1)
-    labels = np.where(walks[:, -1] > walks[:, 0], "up", "down")
-    with open(path, "w", encoding="utf-8") as file:
-        for label, row in zip(labels, walks, strict=True):
-            file.write(label + "," + ",".join(f"{v:.4f}" for v in row) + "\n")
 
 
 def _sweep(data):
@@ -219,7 +209,7 @@ def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
     hidden = cluster["hidden"]
     store_dir = hidden / "runs"
     data = hidden / "walks.csv"
-    _write_data(data)
+    write_walks(data, count=800, steps=20)
     # The worker node sees an empty tmpfs where the driver has its data file.
     _assert_the_worker_sees_nothing_in(hidden, cluster["worker"])
 

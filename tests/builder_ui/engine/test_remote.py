@@ -14,12 +14,12 @@ import tempfile
 from pathlib import Path
 
 import keras
-import numpy as np
 import pytest
 
 from builder_ui.builders import load_spec
 from builder_ui.engine import remote
 from builder_ui.engine.store import RunStore
+from tests.builder_ui.engine.walks import write_walks
 
 EPOCHS = 2
 
@@ -49,15 +49,6 @@ def _csv_spec(path):
     ).to_dict()
 
 
-def _write_walks(path):
-    rng = np.random.default_rng(0)
-    walks = rng.normal(size=(80, 6)).cumsum(axis=1)
-    lines = [
-        ("up" if w[-1] > w[0] else "down") + "," + ",".join(f"{v:.3f}" for v in w) for w in walks
-    ]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 @pytest.fixture
 def trained(tmp_path, monkeypatch):
     """One trial run as a worker runs it, its data file gone from the driver's path meanwhile."""
@@ -65,7 +56,7 @@ def trained(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "worker-tmp"))  # the worker's /tmp
     data_path = tmp_path / "driver" / "walks.csv"
     data_path.parent.mkdir()
-    _write_walks(data_path)
+    write_walks(data_path, count=80, steps=6)
     spec = _csv_spec(data_path)
     driver = RunStore(tmp_path / "driver" / "runs")
     run_id = driver.create_run(spec, sweep_id="sweep1")

@@ -12,7 +12,8 @@ What must hold: every epoch of the three other trials is in the driver's store a
 models load; the killed trial is `interrupted`, with the epochs it streamed, and
 `resume_sweep` finishes it here from the checkpoint that came with them; the worker
 node's view of the store's directory is empty afterwards, and its scratch directories
-are gone.
+are gone. The same holds for a TPE+ASHA search through Ray Tune on these nodes, whose other
+trials end `done` or `pruned`.
 """
 
 from __future__ import annotations
@@ -173,8 +174,9 @@ def _wait_for_two_nodes(ray):
 
 
 def _trial_process(run_id):
-    """The pid of the Ray worker process training `run_id`: the one with its scratch store open."""
-    found = subprocess.run(["pgrep", "-f", "ray::run_trial"], capture_output=True, text=True)
+    """The pid of the Ray worker process training `run_id`: the one with its scratch store open
+    (a `run_trial` task, or the actor of a Ray Tune trial)."""
+    found = subprocess.run(["pgrep", "-f", "^ray::"], capture_output=True, text=True)
     for pid in found.stdout.split():
         try:
             links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
@@ -202,16 +204,10 @@ def _kill_one_trial_after_its_first_epoch(store_dir, killed, stop):
             time.sleep(0.1)
 
 
-def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
-    import keras
+def _sweep_killing_one_trial(cluster, document, store_dir):
+    """Run the sweep from this process (the driver) on the cluster, SIGKILLing one trial's
+    worker after its first epoch; returns the driver's store, the result and the killed id."""
     import ray
-
-    hidden = cluster["hidden"]
-    store_dir = hidden / "runs"
-    data = hidden / "walks.csv"
-    write_walks(data, count=800, steps=20)
-    # The worker node sees an empty tmpfs where the driver has its data file.
-    _assert_the_worker_sees_nothing_in(hidden, cluster["worker"])
 
     ray.init(address=cluster["address"], log_to_driver=False)
     try:
@@ -223,14 +219,28 @@ def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
         )
         killer.start()
         try:
-            result = executors.run_sweep(_sweep(data), store=store, executor="ray")
+            result = executors.run_sweep(document, store=store, executor="ray")
         finally:
             stop.set()
             killer.join(timeout=SWEEP_TIMEOUT_S)
     finally:
         ray.shutdown()
-
     assert killed, "no trial was killed: the test did not test a lost worker"
+    (killed_id,) = killed
+    return store, result, killed_id
+
+
+def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
+    import keras
+
+    hidden = cluster["hidden"]
+    store_dir = hidden / "runs"
+    data = hidden / "walks.csv"
+    write_walks(data, count=800, steps=20)
+    # The worker node sees an empty tmpfs where the driver has its data file.
+    _assert_the_worker_sees_nothing_in(hidden, cluster["worker"])
+
+    store, result, killed = _sweep_killing_one_trial(cluster, _sweep(data), store_dir)
     records = store.list_runs(sweep_id=result.sweep_id, history=True)
     statuses = sorted(record.status for record in records)
     assert statuses == ["done", "done", "done", "interrupted"], [
@@ -247,7 +257,7 @@ def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
             assert record.spec["task"]["path"] == str(data)
         else:
             interrupted = record
-            assert killed == [record.id]
+            assert killed == record.id
             assert "keras-seq resume" in interrupted.error and "was lost" in interrupted.error
             assert 1 <= len(interrupted.history) < EPOCHS
             assert (store.artifact_dir(interrupted.id) / "backup").is_dir()
@@ -272,3 +282,57 @@ def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
     ]
     assert all((p / remote.STORE_DIR / interrupted.id).is_dir() for p in scratch), scratch
     assert len(scratch) <= 1, scratch
+
+
+def test_a_tpe_asha_search_through_ray_tune_on_a_node_without_the_drivers_disk(cluster):
+    """The same set-up, the search through Ray Tune (OptunaSearch, ASHAScheduler)."""
+    pytest.importorskip("ray.tune")
+    pytest.importorskip("optuna")
+    import keras
+
+    hidden = cluster["hidden"]
+    store_dir = hidden / "runs"
+    data = hidden / "walks.csv"
+    write_walks(data, count=800, steps=20)
+    document = _sweep(data)
+    document["sweep"] = {
+        "method": "bayes",
+        "num_trials": 4,
+        "seed": 0,
+        "metric": "val_loss",
+        "parameters": {
+            "model.encoder.cell": ["gru", "lstm", "simple", "cec_lstm"],
+            "train.learning_rate": [0.01, 0.003],
+        },
+        "scheduler": {"type": "asha", "grace_period": 2, "reduction_factor": 2},
+    }
+    store, result, killed = _sweep_killing_one_trial(cluster, document, store_dir)
+    records = store.list_runs(sweep_id=result.sweep_id, history=True)
+    assert len(records) == 4, [(r.name, r.status) for r in records]
+    by_status = {}
+    for record in records:
+        by_status.setdefault(record.status, []).append(record)
+    assert set(by_status) <= {"done", "pruned", "interrupted"}, [
+        (r.status, r.error) for r in records
+    ]
+    (interrupted,) = by_status["interrupted"]
+    assert killed == interrupted.id
+    assert 1 <= len(interrupted.history) < EPOCHS
+    assert by_status.get("done"), "no trial completed"
+    for record in by_status["done"]:
+        assert [row.epoch for row in record.history] == list(range(1, EPOCHS + 1))
+        model = keras.saving.load_model(
+            store.artifact_path(record.id, "model.keras"), safe_mode=True
+        )
+        assert model.count_params() == record.params
+    for record in by_status.get("pruned", []):
+        # Stopped at a rung (epoch 2, then 4), its epochs streamed into the driver's store.
+        assert [row.epoch for row in record.history] in ([1, 2], [1, 2, 3, 4]), record.history
+        assert not (store.artifact_dir(record.id) / "model.keras").exists()
+    # The killed trial resumes here from the epochs it streamed; the others stay as they ended.
+    resumed = {r.id: r for r in executors.resume_sweep(store, result.sweep_id).records}
+    assert resumed[interrupted.id].status == "done", resumed[interrupted.id].error
+    assert len(resumed[interrupted.id].history) == EPOCHS
+    assert all(resumed[r.id].status == r.status for r in records if r is not interrupted)
+    store.close()
+    _assert_the_worker_sees_nothing_in(hidden, cluster["worker"])

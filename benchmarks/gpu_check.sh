@@ -20,9 +20,10 @@
 #   --skip-benchmarks only the specs
 #   --cpu-smoke       check the script itself on a CPU: no GPU required, tiny settings
 #
-# Writes gpu_specs.json/.md (device and one row per run), gpu_recurrent.json/.md and
-# gpu_attention.json/.md (the benchmarks' own records). Exits 1 if no GPU is visible (without
-# --cpu-smoke), if a spec's run does not end `done`, or if a benchmark fails.
+# Writes gpu_specs.json/.md (device and one row per run), gpu_recurrent.json/.md,
+# gpu_attention.json/.md and gpu_mfu.json/.md (the benchmarks' own records). Exits 1 if no
+# GPU is visible (without --cpu-smoke), if a spec's run does not end `done`, or if a
+# benchmark fails.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -273,9 +274,14 @@ if [ "$BENCHMARKS" = 1 ]; then
     if [ "$SMOKE" = 1 ]; then
         run_benchmark recurrent --quick --variants cec-forget
         run_benchmark attention --quick --memory none --lengths 64
+        run_benchmark mfu --quick
     else
+        # Every CECLSTM variant against keras.layers.LSTM (cuDNN where the backend has it).
         run_benchmark recurrent --rounds 5
-        run_benchmark attention --rounds 5 --lengths 256,1024
+        # Peak memory up to T = 8192, where the fused attention kernel matters most.
+        run_benchmark attention --rounds 5 --lengths 256,1024,8192
+        # Transformer training MFU under mixed_bfloat16 (target >= 30%).
+        run_benchmark mfu --rounds 5
     fi
 fi
 

@@ -39,7 +39,6 @@ import sys
 
 import _timing
 
-RESULTS_DIR = _timing.RESULTS_DIR
 TARGET_MFU = 0.30
 # Dense bf16 tensor-core peaks, FLOP/s, from the vendors' data sheets (no sparsity).
 PEAKS = (

@@ -99,14 +99,21 @@ def check_trial(spec: Any) -> None:
 
 
 def plan_sweep(spec: Any) -> list[Any]:
-    """The trials' specs of `spec`, each checked as `engine.run` would check it.
+    """The trials' specs of `spec`, each checked as `engine.run` would check it
+    (`plan_trials`, their specs only)."""
+    return [trial.spec for trial in plan_trials(spec)]
+
+
+def plan_trials(spec: Any) -> list[sweeps.Trial]:
+    """The trials of `spec` (`sweeps.Trial`: values and spec), each checked as `engine.run`
+    would check it.
 
     Args:
         spec: An `ExperimentSpec` or anything `load_spec` reads. A spec
             without `sweep:` gives one trial, itself.
 
     Returns:
-        The `ExperimentSpec` of each trial, named `"{name}-{i}"`.
+        Each trial, its `ExperimentSpec` named `"{name}-{i}"`.
 
     Raises:
         SpecError: Every invalid trial, each problem labelled with the trial's
@@ -129,7 +136,7 @@ def plan_sweep(spec: Any) -> list[Any]:
             ]
     if problems:
         raise SpecError(problems)
-    return [trial.spec for trial in trials]
+    return trials
 
 
 def run_sweep(
@@ -411,16 +418,16 @@ def _run_ray_search(ray, spec, store, sweep_id, callbacks, address, num_cpus) ->
     except ImportError as error:
         raise ExecutorError(str(error)) from None
     if spec.sweep.method == "bayes":
-        specs = [trial.spec for trial in sweeps.trials(spec)]  # every choice, validated
+        trials = sweeps.trials(spec)  # every choice, validated
     else:
-        specs = plan_sweep(spec)  # the planned trials, each checked with its data
+        trials = plan_trials(spec)  # the planned trials, each checked with its data
     with _ray_session(ray, address, num_cpus) as (channel, request):
         return tune_search.run_tune_sweep(
             ray,
             spec,
             store,
             sweep_id,
-            specs=specs,
+            trials=trials,
             channel=channel,
             request=request,
             progress=progress,

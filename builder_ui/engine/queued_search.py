@@ -54,10 +54,13 @@ class QueuedSearch:
 
     def __init__(self, spec: Any, sweep_id: str, metric: str, planned: list[Any] | None = None):
         self.spec = spec
-        self.planned = planned
         self.sweep_id = sweep_id
         self.study = search.Search(spec.sweep, metric)
         self.bayes = spec.sweep.method == "bayes"
+        if self.bayes:
+            self.planned = []
+        else:
+            self.planned = list(planned) if planned is not None else sweeps.expand(spec)
         self._lock = threading.Lock()
         self._pending: list[tuple[Any, dict[str, Any]]] = []  # asked, not yet given a run
         self._trials: dict[str, tuple[Any, dict[str, Any] | None]] = {}
@@ -67,9 +70,7 @@ class QueuedSearch:
     @property
     def planned_trials(self) -> int:
         """How many trials the search runs: `num_trials` (bayes), else the planned ones."""
-        if self.bayes:
-            return self.spec.sweep.num_trials
-        return len(self.planned) if self.planned is not None else sweeps.grid_size(self.spec)
+        return self.spec.sweep.num_trials if self.bayes else len(self.planned)
 
     @property
     def asked(self) -> int:
@@ -79,9 +80,9 @@ class QueuedSearch:
 
     @property
     def stopped(self) -> bool:
-        """Whether it asks for no more trials (`stop`, or `num_trials` asked)."""
+        """Whether `stop` was called: no more trials are asked for."""
         with self._lock:
-            return self._stopped or (self.bayes and self._asked >= self.spec.sweep.num_trials)
+            return self._stopped
 
     def _ask(self) -> Any:
         trial, values = self.study.ask()
@@ -93,9 +94,7 @@ class QueuedSearch:
     def first_specs(self) -> list[Any]:
         """The trials to queue now: every planned one (grid, random) or the first chosen (bayes)."""
         with self._lock:
-            if self.bayes:
-                return [self._ask()]
-            return list(self.planned) if self.planned is not None else sweeps.expand(self.spec)
+            return [self._ask()] if self.bayes else list(self.planned)
 
     def attach(self, run_id: str) -> None:
         """Tie the run created for the oldest spec given out to its trial of the study."""

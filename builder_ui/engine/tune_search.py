@@ -123,7 +123,7 @@ def run_tune_sweep(
     store: RunStore,
     sweep_id: str,
     *,
-    specs: Sequence[Any],
+    trials: Sequence[sweeps.Trial],
     channel: Any,
     request: dict[str, int],
     progress: Sequence[Any] = (),
@@ -136,9 +136,9 @@ def run_tune_sweep(
         spec: The `ExperimentSpec` (with `sweep.method: bayes` or a scheduler).
         store: The driver's store; the runs are created in it as Tune starts them.
         sweep_id: The id the runs share.
-        specs: The trials' `ExperimentSpec`s, checked: every combination
-            `bayes` may choose (`sweeps.trials`), or the planned trials
-            (`executors.plan_sweep`), in order.
+        trials: The trials (`sweeps.Trial`), checked: every combination `bayes`
+            may choose (`sweeps.trials`), or the planned trials
+            (`executors.plan_trials`), in order.
         channel: The queue remote trials send through (`executors._channel`).
         request: Each trial's resources (`{"num_cpus": 1}` or `{"num_gpus": 1}`).
         progress: Progress callbacks; each gets `on_run_end(record)` as a trial ends.
@@ -154,6 +154,7 @@ def run_tune_sweep(
     from ray.tune.search.optuna import OptunaSearch
 
     sweep = spec.sweep
+    specs = [trial.spec for trial in trials]
     metric = sweep.metric or train.preflight(specs[0]).monitor_metric
     mode = sweeps.metric_mode(metric, sweep.mode)
     if sweep.method == "bayes":
@@ -165,8 +166,7 @@ def run_tune_sweep(
         )
         param_space, num_samples, planned = {}, sweep.num_trials, []
     else:
-        # Each planned trial's values, made once here (not again in every trial).
-        planned = [trial.values for trial in sweeps.trials(spec)]
+        planned = [trial.values for trial in trials]  # each trial looks its values up here
         search = None
         param_space = {"trial": tune.grid_search(list(range(len(specs))))}
         num_samples = 1

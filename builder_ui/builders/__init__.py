@@ -8,13 +8,25 @@
 - `presets`: the starting points of the arc, packaged YAML specs.
 - The built-in types, one module per family: `tasks` (every task type, and
   `data_files` for the user's CSV files), `sequence` (`sequence_classifier`,
-  `sequence_regressor`), `vision` (`vision_transformer`), `pointer`
+  `sequence_regressor`), `vision` (`vision_transformer`), `captioning`
+  (`show_attend_tell`), `pointer`
   (`pointer_network`), `seq2seq` (`seq2seq`), `graph` (`graph`: blocks wired
   on the canvas; `graph_blocks` its catalog, `graph_shapes` its walk). Importing
   this package registers them; each imports Keras only when it builds a model.
+- `spatiotemporal`, built in too: `conv_lstm`, the next frames of a video
+  (Shi et al. 2015), or with `layout: flat` the frame-flattening LSTM of equal size.
 """
 
-from builder_ui.builders import graph, pointer, seq2seq, sequence, tasks, vision
+from builder_ui.builders import (
+    captioning,
+    graph,
+    pointer,
+    seq2seq,
+    sequence,
+    spatiotemporal,
+    tasks,
+    vision,
+)
 from builder_ui.builders.base import (
     INPUT_KINDS,
     TARGET_KINDS,
@@ -51,7 +63,8 @@ from builder_ui.builders.validation import (
 
 # The built-in type modules, registered above (their types are not plugins).
 BUILTIN_MODULES = tuple(
-    module.__name__ for module in (tasks, sequence, vision, pointer, seq2seq, graph)
+    module.__name__
+    for module in (tasks, sequence, vision, captioning, pointer, seq2seq, graph, spatiotemporal)
 )
 
 __all__ = [

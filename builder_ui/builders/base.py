@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 
 from builder_ui.specs import ModelParams, TaskParams
 
-INPUT_KINDS = ("tokens", "numeric", "image")
-TARGET_KINDS = ("classification", "regression", "pointer", "sequence")
+INPUT_KINDS = ("tokens", "numeric", "image", "frames")
+TARGET_KINDS = ("classification", "regression", "pointer", "sequence", "frames")
 
 
 class BuilderError(TypeError):
@@ -42,9 +42,10 @@ class ModelBuilder:
         params: The pydantic model of the spec fields (subclass `ModelParams`
             with `type: Literal["<type name>"]`).
         input_kinds: The task inputs it reads: any of `"tokens"`,
-            `"numeric"`, `"image"`.
+            `"numeric"`, `"image"`, `"frames"` (a video).
         target_kinds: The task targets it predicts: any of
-            `"classification"`, `"regression"`, `"pointer"`, `"sequence"`.
+            `"classification"`, `"regression"`, `"pointer"`, `"sequence"`,
+            `"frames"` (the next frames of a video).
         description: One line for people (the app and `keras-seq schema`).
     """
 

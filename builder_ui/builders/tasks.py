@@ -218,6 +218,84 @@ class Shapes(TaskBuilder):
         return _call("shapes", params)
 
 
+# Mirror keras_seq.tasks.frames' limits (checked by a test).
+MAX_FRAME_SIZE = 256
+MAX_FRAMES = 100
+MAX_SHAPES = 4
+MAX_SPEED = 4
+
+
+class MovingShapesParams(TaskParams):
+    """Videos of shapes gliding and bouncing off the walls: predict the next frames."""
+
+    type: Literal["moving_shapes"] = "moving_shapes"
+    n: Count = 1000
+    size: Annotated[
+        int, Field(ge=8, le=MAX_FRAME_SIZE, description="Height and width of a frame in pixels.")
+    ] = 16
+    frames: Annotated[
+        int, Field(ge=2, le=MAX_FRAMES, description="Frames per video, inputs and targets.")
+    ] = 10
+    predict: Annotated[
+        int, Field(ge=1, le=MAX_FRAMES - 1, description="Frames to predict, the last ones.")
+    ] = 5
+    num_shapes: Annotated[int, Field(ge=1, le=MAX_SHAPES, description="Shapes per video.")] = 1
+    max_speed: Annotated[
+        int, Field(ge=1, le=MAX_SPEED, description="Largest velocity component, pixels/frame.")
+    ] = 2
+    noise: Annotated[
+        float, Field(ge=0, lt=1, description="Standard deviation of the input pixel noise.")
+    ] = 0.0
+    validation_split: Split = 0.2
+    seed: Seed = 0
+
+    @model_validator(mode="after")
+    def _inputs_left(self) -> MovingShapesParams:
+        if self.predict >= self.frames:
+            raise ValueError(
+                f"predict: expected fewer than frames={self.frames} (the frames before them are "
+                f"the inputs), got {self.predict}"
+            )
+        return self
+
+
+@register_task("moving_shapes")
+class MovingShapes(TaskBuilder):
+    params = MovingShapesParams
+    description = "Shapes that move and bounce (as Moving MNIST): predict the next frames."
+
+    def kinds(self, params):
+        return "frames", "frames"
+
+    def load(self, params):
+        return _call("moving_shapes", params)
+
+
+class ShapeCaptionsParams(TaskParams):
+    """Generated images of two coloured shapes, each with a caption naming both."""
+
+    type: Literal["shape_captions"] = "shape_captions"
+    n: Count = 3000
+    size: Annotated[int, Field(ge=16, le=256, description="Height and width in pixels.")] = 32
+    noise: Annotated[
+        float, Field(ge=0, lt=1, description="Standard deviation of the pixel noise.")
+    ] = 0.05
+    validation_split: Split = 0.2
+    seed: Seed = 0
+
+
+@register_task("shape_captions")
+class ShapeCaptions(TaskBuilder):
+    params = ShapeCaptionsParams
+    description = "Two coloured shapes per image and a caption naming both, for Show-Attend-Tell."
+
+    def kinds(self, params):
+        return "image", "sequence"
+
+    def load(self, params):
+        return _call("shape_captions", params)
+
+
 class CsvSequencesParams(_TextFields):
     """Labelled sequences from a CSV or TSV file (format: `builder_ui.builders.data_files`).
 

@@ -1,6 +1,6 @@
 """The bottleneck lab: each structural limit of sequence models, measured beside the papers' claims.
 
-Five experiments, each a module with a `run(context)` function (the table of them
+Seven experiments, each a module with a `run(context)` function (the table of them
 and the runners are in `builder_ui.lab.suite`; this package only re-exports):
 
 1. `gradients`: the vanishing gradient against the lag (SimpleRNN, GRU, LSTM,
@@ -14,7 +14,13 @@ and the runners are in `builder_ui.lab.suite`; this package only re-exports):
    Transformer block of the same size, batch 1 and 16, on CPU (and GPU);
 5. `transformer_choices`: heads at a fixed width, sinusoidal against learned
    positions, post-LN against pre-LN, and a ViT on `digits` with its
-   position-similarity figure.
+   position-similarity figure;
+6. `visual_attention`: Show, Attend and Tell on `shape_captions`, the share
+   of each object word's attention on that object's box, with the doubly
+   stochastic penalty and without region positions;
+7. `conv_lstm`: the ConvLSTM against the frame-flattening LSTM of equal
+   size on `moving_shapes`, next-frame MSE beside the last-frame and
+   mean-frame baselines.
 
 Every model the lab trains goes through `builder_ui.engine.run`, so it is a
 run in the store (named `lab-<n>-<key>`, one sweep id per experiment and
@@ -38,7 +44,7 @@ Example:
 
 >>> from builder_ui.lab import experiments, run_lab
 >>> [e.number for e in experiments()]
-[1, 2, 3, 4, 5]
+[1, 2, 3, 4, 5, 6, 7]
 >>> lab = run_lab([1], quick=True, out_dir="lab-report", runs_dir="runs")  # doctest: +SKIP
 >>> lab.report_path  # doctest: +SKIP
 PosixPath('lab-report/README.md')

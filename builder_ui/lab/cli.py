@@ -24,19 +24,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Reproduce each structural limit of sequence models and the design that removed it "
         "(vanishing gradients, long time lags, the fixed-vector bottleneck, sequential "
-        "computation, Transformer choices) and write a report with figures, measured numbers "
-        "and the papers' claims. Every trained model is a run in the run store."
+        "computation, Transformer choices, visual attention, the ConvLSTM) and write a report "
+        "with figures, measured numbers and the papers' claims. Every trained model is a run "
+        "in the run store."
     )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="small sizes: all five experiments in minutes, to check the lab works",
+        help="small sizes: all seven experiments in minutes, to check the lab works",
     )
     parser.add_argument(
         "--only",
         action="append",
         metavar="N",
-        help="run only experiment N (1-5); repeat it or give a comma list, e.g. --only 1,3",
+        help="run only experiment N (1-7); repeat it or give a comma list, e.g. --only 1,3",
     )
     parser.add_argument(
         "--out",

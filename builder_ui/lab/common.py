@@ -52,7 +52,7 @@ class ExperimentResult:
     """The outcome of one lab experiment, as the report shows it.
 
     Attributes:
-        number: The experiment's number (1-5).
+        number: The experiment's number (1-7).
         title: Its title.
         claim: The papers' claim, with their numbers.
         rule: How the measurement is judged against the claim.

@@ -1,6 +1,6 @@
 """The lab suite: the table of experiments, running one or several, and what a report holds.
 
-See `builder_ui.lab` for what the five experiments measure.
+See `builder_ui.lab` for what the seven experiments measure.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Experiment:
     """One experiment of the lab.
 
     Attributes:
-        number: 1 to 5.
+        number: 1 to 7.
         key: Short name (`gradients`, `long_lags`, ...), also its module's name.
         title: Its title.
         claim: The papers' claim it tests, with their numbers.
@@ -75,6 +75,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _experiment(3, "bottleneck", 3, 11),
     _experiment(4, "sequential", 0.5, 2.5),
     _experiment(5, "transformer_choices", 2.5, 8),
+    _experiment(6, "visual_attention", 2, 4),
+    _experiment(7, "conv_lstm", 1, 4),
 )
 NUMBERS = tuple(e.number for e in EXPERIMENTS)
 
@@ -148,7 +150,7 @@ def run_experiment(
     """Run one experiment: train its runs into `store`, draw its figure, judge its claim.
 
     Args:
-        number: The experiment, 1 to 5 (see `experiments()`).
+        number: The experiment, 1 to 7 (see `experiments()`).
         store: A `RunStore`, or the directory of one.
         quick: Small sizes (default) or the full ones.
         out_dir: The report directory; the figures go to `<out_dir>/figures/`.
@@ -230,7 +232,7 @@ def run_lab(
     runs_dir: str | os.PathLike = DEFAULT_RUNS_DIR,
     log: Callable[[str], None] | None = print,
 ) -> LabRun:
-    """Run experiments (default: all five) and write the report into `out_dir`.
+    """Run experiments (default: all of them) and write the report into `out_dir`.
 
     An experiment that raises is reported as not measured (with the error)
     and the others still run. Results of experiments not run this time that

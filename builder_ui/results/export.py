@@ -164,9 +164,13 @@ def stored_task(store: RunStore, run_id: str) -> Any:
 
 def _task_from_document(document: dict[str, Any]) -> Any:
     # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.tasks import SequenceSpec, TargetSpec, TaskData, Vocabulary
+    from keras_seq.tasks import ImageSpec, SequenceSpec, TargetSpec, TaskData, Vocabulary
 
-    inputs = SequenceSpec(**{k: v for k, v in document["inputs"].items() if k != "dtype"})
+    fields = {k: v for k, v in document["inputs"].items() if k not in ("dtype", "kind")}
+    if document["inputs"]["kind"] == ImageSpec.kind:  # a captioning task's images
+        inputs = ImageSpec(**fields)
+    else:
+        inputs = SequenceSpec(kind=document["inputs"]["kind"], **fields)
     targets = TargetSpec(**{k: v for k, v in document["targets"].items() if k != "dtype"})
     vocabularies = {
         side: None if document[side] is None else Vocabulary.from_config(document[side])
@@ -310,11 +314,13 @@ def _export_savedmodel(store: RunStore, record) -> Path:
             "(pip install tensorflow); export 'keras' or 'python' instead."
         )
     model = load_trained_model(store, record.id)
+    # Before any file is made: a model that cannot be served this way is refused first.
+    translator = _translator(model, record, store) if _is_encoder_decoder(model) else None
     relative = f"{EXPORT_DIR}/{SAVEDMODEL_DIR}"
     try:
         with store.atomic_artifact(record.id, relative) as path:
-            if _is_encoder_decoder(model):
-                _translator(model, record, store).export_saved_model(path)
+            if translator is not None:
+                translator.export_saved_model(path)
             else:
                 model.export(str(path), format="tf_saved_model", verbose=False)
     except ExportError:
@@ -351,6 +357,12 @@ def _translator(model: Any, record, store: RunStore) -> Any:
     """A `Translator` around a trained encoder–decoder, with its task's vocabularies."""
     if hasattr(model, "export_saved_model"):
         return model  # already a Translator
+    if getattr(model, "source_signature", None) is not None:
+        raise ExportError(
+            f"Run {record.id!r} trained a captioner ({type(model).__name__}), which reads images, "
+            "not text: export it as 'keras' or 'python' (its SavedModel, ONNX and LiteRT files "
+            "are written for text-to-text models only)."
+        )
     try:
         # Keras loads on first use, not on import (specs and the app start without it).
         from keras_seq.models.translator import Translator

@@ -6,7 +6,9 @@ again from the run's spec, which is seeded, so it is the data the run saw):
 - `predict`: the model's output for an input the user types, or for an
   example of the validation split: class probabilities, a regression value,
   a translation (with where each output word attended), a sorting order
-  (with the pointer distributions), or an image's class.
+  (with the pointer distributions), an image's class, or an image's caption
+  (with where the captioner looked for each word, drawn over the image), or
+  a video's next frames (predicted against true, with their MSE).
 - `gradient_flow_figure`: ‖∂L/∂x_t‖ against the lag for each recurrent layer
   of the model, with its trained weights (`keras_seq.diagnostics`).
 - `positional_figure`: the sinusoidal encoding the model adds, as a heatmap.
@@ -166,14 +168,20 @@ class Prediction:
 
 
 def model_kind(spec: dict[str, Any]) -> str:
-    """`seq2seq`, `pointer`, `vit`, `classifier`, `regressor` or `other`, from the run's spec."""
+    """The kind of a run's model, from its spec: what Inspect shows for it.
+
+    `seq2seq`, `captioner` (`show_attend_tell`), `frames` (a next-frame
+    `conv_lstm`), `pointer`, `vit`, `classifier`, `regressor` or `other`.
+    """
     model_type = spec.get("model", {}).get("type")
     if translates(spec):  # a seq2seq, or a graph with a RecurrentDecoder block
         return "seq2seq"
     return {
         "seq2seq": "seq2seq",
+        "show_attend_tell": "captioner",
         "pointer_network": "pointer",
         "vision_transformer": "vit",
+        "conv_lstm": "frames",
         "sequence_classifier": "classifier",
         "sequence_regressor": "regressor",
     }.get(model_type, "other")
@@ -449,6 +457,57 @@ def _image(model: Any, task: Any, text: str, index: Any) -> Prediction:
     return prediction
 
 
+def _caption(model: Any, task: Any, text: str, index: Any, decoding: Decoding) -> Prediction:
+    """A validation image's caption, decoded as `decoding` says, and the gaze of each word."""
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    from keras_seq.diagnostics import plot_gaze
+    from keras_seq.models import beam_search, greedy_decode, sample_decode
+
+    if text:
+        raise InspectError(
+            "Input: a captioner reads images; leave the text empty and choose an example number."
+        )
+    decoding = decoding.checked()
+    i = _example_index(task, index)
+    image = task.x_val[i : i + 1]
+    length = translation_length(model, task)
+    options = decoding.options()
+    method = options.pop("method")
+    decode = {"greedy": greedy_decode, "beam": beam_search, "sample": sample_decode}[method]
+    result = decode(model, image, length, return_attention=True, **options)
+    ids = keras.ops.convert_to_numpy(result.ids)[0]
+    weights = keras.ops.convert_to_numpy(result.attention)[0]  # (length, regions)
+    vocabulary = task.target_vocabulary
+    emitted = int(keras.ops.convert_to_numpy(result.lengths)[0])
+    words = [vocabulary.id_to_token(int(token)) for token in ids[:emitted]]
+    caption = vocabulary.decode(ids)
+    reference = vocabulary.decode(task.y_val[i].tolist())
+    boxes = (getattr(task, "annotations", None) or {}).get("boxes_val")
+    lines = [
+        f"**Caption:** {caption}",
+        f"**Reference:** {reference}" + (" ✓" if caption == reference else ""),
+        f"**Decoding:** {decoding.describe()}",
+    ]
+    rows_of_grid, columns = model.region_grid
+    rows = []
+    for word, alpha in zip(words, weights[:emitted], strict=True):
+        row, column = divmod(int(np.argmax(alpha)), columns)
+        rows.append([word, f"row {row}, column {column}", round(float(alpha.max()), 3)])
+    figure = plot_gaze(
+        image[0],
+        weights[:emitted],
+        words,
+        (rows_of_grid, columns),
+        boxes=None if boxes is None else boxes[i],
+        title=f"Gaze for each word, validation example {i}",
+    )
+    return Prediction(
+        "\n\n".join(lines), ["word", "most attended region", "its weight"], rows, figure
+    )
+
+
 def _attends(model: Any) -> bool:
     """False for a model that declares no attention (an RNN seq2seq without it)."""
     return not (hasattr(model, "attention") and model.attention is None)
@@ -475,10 +534,14 @@ def predict(
     kind = model_kind(spec)
     if kind == "seq2seq":
         return _translate(model, task, text, index, decoding or Decoding())
+    if kind == "captioner":
+        return _caption(model, task, text, index, decoding or Decoding())
     if kind == "pointer":
         return _point(model, task, text, index)
     if kind == "vit":
         return _image(model, task, text, index)
+    if kind == "frames":
+        return _frames(model, task, text, index)
     if text:
         x = parse_sequence(text, task)
         reference = None
@@ -490,6 +553,57 @@ def predict(
     if task.targets.kind == "regression":
         return _regress(model, x, task, reference)
     raise InspectError(f"Predictions for model type {spec['model']['type']!r} are not shown here.")
+
+
+def _frames(model: Any, task: Any, text: str, index: Any) -> Prediction:
+    """A validation video's predicted next frames against the true ones, with their MSE.
+
+    The figure has two rows: the true frames, and the predicted ones, each
+    after the last input frame (the one both continue). The summary gives the
+    mean squared error of the prediction and, as a baseline, of the last
+    input frame repeated; the table the same per future frame.
+    """
+    # matplotlib loads when a figure is drawn, not on import.
+    from matplotlib.figure import Figure
+
+    if text:
+        raise InspectError(
+            "Input: a next-frame model reads videos; leave the text empty and choose an "
+            "example number."
+        )
+    i = _example_index(task, index)
+    x, true = task.x_val[i : i + 1], task.y_val[i]  # (1, T_in, H, W, C), (T_out, H, W, C)
+    predicted = np.asarray(model.predict(x, verbose=0))[0]
+    last = x[0, -1]
+    error = ((predicted - true) ** 2).mean(axis=(1, 2, 3))  # per future frame
+    repeated = ((last[None] - true) ** 2).mean(axis=(1, 2, 3))
+    count = len(true)
+    lines = [
+        f"**Validation example {i}:** {x.shape[1]} input frames, {count} predicted.",
+        f"**MSE, predicted against true frames:** {error.mean():.4f}",
+        f"**MSE of the last input frame repeated (baseline):** {repeated.mean():.4f}",
+    ]
+    rows = [
+        [f"t + {t + 1}", round(float(error[t]), 5), round(float(repeated[t]), 5)]
+        for t in range(count)
+    ]
+
+    figure = Figure(figsize=(1.3 * (count + 1), 3.0), layout="constrained")
+    axes = figure.subplots(2, count + 1, squeeze=False)
+    for row, (label, frames) in enumerate((("true", true), ("predicted", predicted))):
+        for column, frame in enumerate([last, *frames]):
+            axis = axes[row, column]
+            image = frame[..., 0] if frame.shape[-1] == 1 else frame
+            axis.imshow(image, cmap="gray", vmin=0, vmax=1)
+            axis.set_xticks([])
+            axis.set_yticks([])
+            if row == 0:
+                axis.set_title("last input" if column == 0 else f"t + {column}", fontsize=8)
+        axes[row, 0].set_ylabel(label)
+    figure.suptitle(f"Validation example {i}: MSE {error.mean():.4f}", fontsize=9)
+    return Prediction(
+        "\n\n".join(lines), ["future frame", "MSE", "MSE, last frame repeated"], rows, figure
+    )
 
 
 # ---------------------------------------------------------------------------

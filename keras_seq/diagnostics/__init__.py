@@ -16,6 +16,11 @@ similar a Vision Transformer's learned patch position embeddings are to one
 another, on the patch grid, and `plot_position_similarity` draws that as in
 figure 7 of Dosovitskiy et al. (2020).
 
+`plot_gaze` draws a captioner's attention over the image regions for each
+word, as in figures 2 and 3 of Xu et al. (2015); `gaze_on_objects` measures
+it: the attention mass inside the box of the object each word names, beside
+a uniform gaze's.
+
 Example:
 
 >>> from keras_seq.diagnostics import gradient_flow, plot_gradient_flow
@@ -23,6 +28,7 @@ Example:
 """
 
 from keras_seq.diagnostics.alignment import plot_alignment
+from keras_seq.diagnostics.gaze import box_regions, gaze_on_objects, plot_gaze
 from keras_seq.diagnostics.gradients import gradient_flow, plot_gradient_flow
 from keras_seq.diagnostics.positions import (
     plot_position_similarity,
@@ -31,8 +37,11 @@ from keras_seq.diagnostics.positions import (
 )
 
 __all__ = [
+    "box_regions",
+    "gaze_on_objects",
     "gradient_flow",
     "plot_alignment",
+    "plot_gaze",
     "plot_gradient_flow",
     "plot_position_similarity",
     "plot_positional_encoding",

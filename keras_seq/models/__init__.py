@@ -13,6 +13,12 @@ sequences with a Transformer encoder (Vaswani et al. 2017), pooling by a
 masked mean or a class token; `vision_transformer(image_shape, patch_size, …)`
 is the ViT of Dosovitskiy et al. (2020), for image tasks such as `digits`.
 
+`conv_lstm_predictor(input_shape, output_frames)` predicts the next frames of
+a video with stacked `keras.layers.ConvLSTM2D` layers (Shi et al. 2015), for
+tasks such as `moving_shapes`; `frame_lstm_predictor(…, units=…)` is the
+frame-flattening LSTM it is compared with, and `matched_units` gives that
+LSTM the ConvLSTM's parameter count.
+
 `seq2seq(source_vocab_size, target_vocab_size, architecture=…)` builds a
 `Seq2Seq` encoder–decoder trained with teacher forcing: an `RNNSeq2Seq` (with
 or without Bahdanau or Luong attention) or a `TransformerSeq2Seq`; `encode`
@@ -21,7 +27,9 @@ and `decode_step` are their shared inference contract. `compile_for` picks
 `keras_seq.metrics.MaskedTokenAccuracy`, which leave padding out, for targets
 of kind "sequence". `AssembledSeq2Seq(source_vocab_size, target_vocab_size,
 encoder)` puts the same recurrent decoder over an encoder model of one's own
-(the Build tab's assembled graphs).
+(the Build tab's assembled graphs). `ShowAttendTell(target_vocab_size,
+image_shape)` is that decoder over the regions of an image (Xu et al. 2015):
+a captioner, decoded by the same functions.
 
 `greedy_decode(model, source, max_length)`, `sample_decode(…, temperature,
 top_k, top_p, seed)` and `beam_search(…, beam_width, length_penalty,
@@ -38,6 +46,7 @@ from keras_seq.layers.pooling import ClassTokenPooling, MaskedMeanPooling
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
 from keras_seq.models.assembled_seq2seq import AssembledSeq2Seq
+from keras_seq.models.captioner import ShowAttendTell
 from keras_seq.models.compiling import compile_for
 from keras_seq.models.decoding import (
     DecodeResult,
@@ -45,6 +54,13 @@ from keras_seq.models.decoding import (
     compile_decoder,
     greedy_decode,
     sample_decode,
+)
+from keras_seq.models.next_frame import (
+    conv_lstm_parameters,
+    conv_lstm_predictor,
+    frame_lstm_parameters,
+    frame_lstm_predictor,
+    matched_units,
 )
 from keras_seq.models.pointer import PointerNetwork, pointer_network
 from keras_seq.models.recurrent import recurrent_model
@@ -66,12 +82,18 @@ __all__ = [
     "PointerNetwork",
     "RNNSeq2Seq",
     "Seq2Seq",
+    "ShowAttendTell",
     "TransformerSeq2Seq",
     "Translator",
     "beam_search",
     "compile_decoder",
     "compile_for",
+    "conv_lstm_parameters",
+    "conv_lstm_predictor",
+    "frame_lstm_parameters",
+    "frame_lstm_predictor",
     "greedy_decode",
+    "matched_units",
     "pointer_network",
     "recurrent_model",
     "sample_decode",

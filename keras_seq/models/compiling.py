@@ -3,6 +3,7 @@
 classification ─▶ sparse categorical cross-entropy, accuracy
 regression     ─▶ mean squared error
 sequence       ─▶ MaskedSparseCategoricalCrossentropy, MaskedTokenAccuracy (PAD left out)
+frames         ─▶ binary cross-entropy per pixel, mean squared error
 
 `label_smoothing=ε` smooths the classification and sequence losses
 (`keras_seq.losses.with_label_smoothing`); `learning_rate` may be a
@@ -27,6 +28,8 @@ def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0, label_smoot
     `val_loss`), no extra metric.
     Sequence (a `Seq2Seq`'s token targets): `MaskedSparseCategoricalCrossentropy`
     and `MaskedTokenAccuracy` (`token_accuracy`), which leave PAD out.
+    Frames (`conv_lstm_predictor`'s future frames): binary cross-entropy per
+    pixel (Shi et al. 2015 on Moving MNIST), metric `"mean_squared_error"`.
 
     Args:
         model: A model from `recurrent_model` (or `seq2seq` for sequence
@@ -49,17 +52,18 @@ def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0, label_smoot
             "Received an invalid value for argument `targets`, expected a TargetSpec, "
             f"got {targets!r}."
         )
-    if targets.kind != "sequence":
+    if targets.kind not in ("sequence", "frames"):
         check_one_vector_target(targets)
     if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         learning_rate = validation.positive_float("learning_rate", learning_rate)
     if clipnorm is not None:
         clipnorm = validation.positive_float("clipnorm", clipnorm)
     label_smoothing = validation.rate("label_smoothing", label_smoothing)
-    if label_smoothing and targets.kind == "regression":
+    if label_smoothing and targets.kind in ("regression", "frames"):
         raise ValueError(
-            "Received an invalid value for argument `label_smoothing`, expected 0 for regression "
-            f"targets (there is no one-hot target to smooth), got {label_smoothing!r}."
+            "Received an invalid value for argument `label_smoothing`, expected 0 for "
+            f"{targets.kind} targets (there is no one-hot target to smooth), got "
+            f"{label_smoothing!r}."
         )
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate, clipnorm=clipnorm)
     if targets.kind == "classification":
@@ -68,6 +72,8 @@ def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0, label_smoot
     elif targets.kind == "sequence":
         loss = MaskedSparseCategoricalCrossentropy(label_smoothing=label_smoothing)
         model.compile(optimizer, loss=loss, metrics=[MaskedTokenAccuracy()])
+    elif targets.kind == "frames":
+        model.compile(optimizer, loss="binary_crossentropy", metrics=["mean_squared_error"])
     else:
         model.compile(optimizer, loss="mean_squared_error")
     return model

@@ -9,9 +9,15 @@ All three work on any model with the two-method inference contract of
     # log_probs: (batch, V) log p(y_t | y_<t, x); attention: (batch, S)
 
 where every entry of `state` (a dict of tensors) has the batch as its first
-axis and keeps its shape from step to step. The decoder then needs nothing
-but the previous token and that state, so one step of decoding is one call of
-`decode_step`, and the whole output is a `keras.ops.while_loop` over it. The
+axis and keeps its shape from step to step. The source need not be token
+ids: a model with a `check_source(source)` method (and a `source_signature`,
+the shape and dtype a compiled decoder is traced for) takes what that method
+accepts, as `ShowAttendTell` takes images, and a state's `"source_mask"`
+(batch, S) says what the attention runs over (an image's regions).
+
+The decoder then needs nothing but the previous token and that state, so one
+step of decoding is one call of `decode_step`, and the whole output is a
+`keras.ops.while_loop` over it. The
 loop runs in the backend's graph (a `tf.while_loop` under `tf.function`, a
 `jax.lax.while_loop` under `jax.jit`): Python runs the step once, to trace
 it, and never per token. The loop stops as soon as every sequence (every
@@ -327,7 +333,7 @@ def _decode_one_path(model, source, max_length, choose, end_token, start_token, 
         "lengths": ops.zeros((batch,), dtype="int32"),
     }
     if return_attention:
-        source_length = ops.shape(source)[1]
+        source_length = _source_length(state, source)
         loop_vars["attention"] = ops.zeros((batch, max_length, source_length), dtype="float32")
 
     def cond(v):
@@ -468,13 +474,13 @@ def beam_search(
         "finished": ops.zeros((batch, k), dtype="bool"),
         "ids": ops.zeros((batch * k, max_length), dtype="int32"),
     }
-    source_length = ops.shape(source)[1]
+    source_length = _source_length(state, source)
     if return_attention:
         loop_vars["attention"] = ops.zeros((batch * k, max_length, source_length), dtype="float32")
     if beta:
         # c_i of each hypothesis, and the real (non-PAD) source positions i it sums over.
         loop_vars["coverage"] = ops.zeros((batch * k, source_length), dtype="float32")
-        source_mask = ops.repeat(ops.not_equal(source, PAD), k, axis=0)  # (batch * K, S)
+        source_mask = _source_mask(state, source, k)  # (batch * K, S)
 
     def coverage_term(coverage):
         """cp per hypothesis `(batch, K)` for coverages `(batch * K, S)`."""
@@ -639,8 +645,8 @@ def compile_decoder(
         method = "greedy" if beam_width == 1 else "beam"
     method = validation.one_of("method", method, METHODS)
     _check_options_of(method, beam_width, coverage_penalty, temperature, top_k, top_p, seed)
-    # Check the options now, on a tiny source, rather than at the first call.
-    _check_common(model, np.zeros((1, 1), "int32"), max_length, end_token, start_token)
+    # Check the options now rather than at the first call.
+    _check_tokens(model, max_length, end_token, start_token)
     validation.boolean("return_attention", return_attention)
     options = {
         "end_token": end_token,
@@ -685,7 +691,7 @@ def compile_decoder(
     sampling = method == "sample"
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        compiled = _tensorflow_function(decode, sampling)
+        compiled = _tensorflow_function(model, decode, sampling)
     elif backend == "jax":
         compiled = _jax_function(model, decode)
     else:
@@ -693,7 +699,7 @@ def compile_decoder(
     warmed = []
 
     def run(source, seed=None):
-        source = _as_source(source)
+        source = _as_source(model, source)
         if sampling:
             if seed is None:
                 seed, next_seed[0] = next_seed[0], (next_seed[0] + 1) % (MAX_SEED + 1)
@@ -724,9 +730,13 @@ def _check_model(model):
         )
 
 
-def _as_source(source):
+def _as_source(model, source):
+    """`source` checked: the model's own check if it has one (images), else token ids."""
     if isinstance(source, (list, tuple)):
         source = np.asarray(source)
+    check = getattr(model, "check_source", None)
+    if callable(check):
+        return check(ops.convert_to_tensor(source))
     if isinstance(source, np.ndarray):
         if not np.issubdtype(source.dtype, np.integer):
             raise validation.invalid(
@@ -761,7 +771,13 @@ def _check_max_length(model, max_length):
 
 def _check_common(model, source, max_length, end_token, start_token):
     _check_model(model)
-    source = _as_source(source)
+    source = _as_source(model, source)
+    max_length, end_token, start_token = _check_tokens(model, max_length, end_token, start_token)
+    return source, max_length, end_token, start_token
+
+
+def _check_tokens(model, max_length, end_token, start_token):
+    """`max_length`, `end_token` and `start_token` checked, for `model`."""
     max_length = _check_max_length(model, max_length)
     if end_token is not None:
         end_token = validation.int_in_range("end_token", end_token, 0)
@@ -772,7 +788,7 @@ def _check_common(model, source, max_length, end_token, start_token):
         raise validation.invalid(
             "end_token", f"an id other than `start_token` ({start_token})", end_token
         )
-    return source, max_length, end_token, start_token
+    return max_length, end_token, start_token
 
 
 def _check_beam_penalties(model, length_penalty, coverage_penalty):
@@ -920,6 +936,22 @@ def _warm_up(model, source, start_token):
     model.decode_step(ops.full((1,), start_token, dtype="int32"), state)
 
 
+def _source_mask(state, source, repeats=1):
+    """Where the attention can fall: the state's `source_mask` (images: every region).
+
+    A model whose state has none attends over the source's real tokens; `repeats`
+    repeats each row as the state's rows were (beam search's `K` beams per source).
+    """
+    if isinstance(state, dict) and "source_mask" in state:
+        return ops.cast(state["source_mask"], "bool")
+    return ops.repeat(ops.not_equal(source, PAD), repeats, axis=0)
+
+
+def _source_length(state, source):
+    """`S`, the positions each step attends over (regions, for an image)."""
+    return ops.shape(_source_mask(state, source))[1]
+
+
 def _in_source_order(model, attention, source):
     """Attention `(batch, L, S)` over the positions of `source` as given.
 
@@ -936,10 +968,11 @@ def _in_source_order(model, attention, source):
     return ops.transpose(by_position, (0, 2, 1))
 
 
-def _tensorflow_function(decode, sampling):
+def _tensorflow_function(model, decode, sampling):
     import tensorflow as tf
 
-    signature = [tf.TensorSpec((None, None), tf.int32)]
+    shape, dtype = getattr(model, "source_signature", ((None, None), "int32"))
+    signature = [tf.TensorSpec(shape, dtype)]
     if sampling:
         signature.append(tf.TensorSpec((), tf.int32))  # the seed
     return tf.function(decode, input_signature=signature)

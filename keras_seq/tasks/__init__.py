@@ -27,9 +27,19 @@ the training split).
 Images, for the Vision Transformer (Dosovitskiy et al. 2020): `digits`, the
 8×8 handwritten digits that ship inside scikit-learn; `shapes`, generated
 images of four shapes at any size, for larger patch grids.
+
+Videos, for the ConvLSTM (Shi et al. 2015): `moving_shapes`, shapes that
+glide and bounce off the walls (as Moving MNIST does); the first frames are
+the inputs (a `FramesSpec`), the next frames the targets (kind `"frames"`).
+
+Captions, for attention over image regions (Xu et al. 2015):
+`shape_captions`, images of two coloured shapes with a caption that names
+both and how they lie, and the boxes of the objects each word is about.
 """
 
-from keras_seq.tasks.base import ImageSpec, SequenceSpec, TargetSpec, TaskData
+from keras_seq.tasks.base import FramesSpec, ImageSpec, SequenceSpec, TargetSpec, TaskData
+from keras_seq.tasks.captions import caption_vocabulary, shape_captions
+from keras_seq.tasks.frames import moving_shapes
 from keras_seq.tasks.images import digits, shapes
 from keras_seq.tasks.long_memory import adding_problem, long_lag
 from keras_seq.tasks.parallel_text import (
@@ -45,6 +55,7 @@ from keras_seq.tasks.translation import toy_translation, toy_translation_pairs
 from keras_seq.tasks.vocabulary import Vocabulary
 
 __all__ = [
+    "FramesSpec",
     "ImageSpec",
     "SequenceSpec",
     "SubwordVocabulary",
@@ -52,12 +63,15 @@ __all__ = [
     "TaskData",
     "Vocabulary",
     "adding_problem",
+    "caption_vocabulary",
     "copy",
     "digits",
     "load_parallel_text",
     "long_lag",
+    "moving_shapes",
     "read_parallel_text",
     "reverse",
+    "shape_captions",
     "shapes",
     "sort_numbers",
     "split_pairs",

@@ -2,9 +2,10 @@
 
 A task generator returns a `TaskData`: NumPy train and validation splits plus
 a `SequenceSpec` (what one input sequence is), or an `ImageSpec` (what one
-input image is), and a `TargetSpec` (what the model must predict), so that a
-model builder can pick the input layer and the head from the description
-alone, and a person can read what the task tests.
+input image is), or a `FramesSpec` (what one input video is), and a
+`TargetSpec` (what the model must predict), so that a model builder can pick
+the input layer and the head from the description alone, and a person can
+read what the task tests.
 
 Sequence-to-sequence tasks (targets of kind `"sequence"`) also carry the
 `Vocabulary` of each side, so that ids can be turned back into text and the
@@ -22,7 +23,7 @@ from keras_seq import validation
 from keras_seq.tasks.vocabulary import Vocabulary
 
 INPUT_KINDS = ("numeric", "tokens")
-TARGET_KINDS = ("classification", "regression", "pointer", "sequence")
+TARGET_KINDS = ("classification", "regression", "pointer", "sequence", "frames")
 
 
 # The TargetSpec fields each kind uses; the others must be None.
@@ -31,6 +32,7 @@ _TARGET_FIELDS = {
     "regression": ("output_dim",),
     "pointer": ("num_positions", "length"),
     "sequence": ("vocab_size", "length"),
+    "frames": ("length", "height", "width", "channels"),
 }
 
 
@@ -133,6 +135,58 @@ class ImageSpec:
 
 
 @dataclass(frozen=True)
+class FramesSpec:
+    """One input video: `length` float32 frames of `height × width × channels` pixels.
+
+    A ConvLSTM (Shi et al. 2015) reads it one frame per time step, each frame
+    kept as an image; a frame-flattening LSTM reads each frame as one vector.
+
+    Args:
+        length: Number of frames (time steps).
+        height: Rows of pixels per frame.
+        width: Columns of pixels per frame.
+        channels: Values per pixel (1 for grey). Default 1.
+    """
+
+    kind: ClassVar[str] = "frames"
+
+    length: int
+    height: int
+    width: int
+    channels: int = 1
+
+    def __post_init__(self):
+        validation.positive_int("length", self.length)
+        validation.positive_int("height", self.height)
+        validation.positive_int("width", self.width)
+        validation.positive_int("channels", self.channels)
+
+    @property
+    def frame_shape(self) -> tuple[int, int, int]:
+        """The shape of one frame: `(height, width, channels)`."""
+        return (self.height, self.width, self.channels)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of one video, without the batch axis: `(length, height, width, channels)`."""
+        return (self.length, *self.frame_shape)
+
+    @property
+    def dtype(self) -> str:
+        return "float32"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "length": self.length,
+            "height": self.height,
+            "width": self.width,
+            "channels": self.channels,
+            "dtype": self.dtype,
+        }
+
+
+@dataclass(frozen=True)
 class TargetSpec:
     """What the model predicts for one sequence: a class, a real vector, pointers or tokens.
 
@@ -145,15 +199,20 @@ class TargetSpec:
             `"sequence"`: `length` int32 token ids in `[0, vocab_size)`, the
             target sentence followed by one END id and right-padded with PAD
             (the output of a sequence-to-sequence model, Sutskever et al.
-            2014).
+            2014); or
+            `"frames"`: `length` float32 frames of `height × width ×
+            channels` pixels, the frames that follow the input frames (next
+            frame prediction, Shi et al. 2015).
         num_classes: Number of classes (classification only, at least 2).
         output_dim: Size of the target vector (regression only).
         num_positions: Number of input positions a pointer can name, the
             input length (pointer only).
         length: Number of pointers per sequence, the output length (pointer),
-            or of target ids, END and padding included (sequence).
+            or of target ids, END and padding included (sequence), or of
+            future frames (frames).
         vocab_size: Number of distinct target ids, the size of the target
             vocabulary, special tokens included (sequence only).
+        height, width, channels: The shape of one target frame (frames only).
     """
 
     kind: str
@@ -162,6 +221,9 @@ class TargetSpec:
     num_positions: int | None = None
     length: int | None = None
     vocab_size: int | None = None
+    height: int | None = None
+    width: int | None = None
+    channels: int | None = None
 
     def __post_init__(self):
         validation.one_of("kind", self.kind, TARGET_KINDS)
@@ -177,10 +239,22 @@ class TargetSpec:
         elif self.kind == "pointer":
             validation.positive_int("num_positions", self.num_positions)
             validation.positive_int("length", self.length)
+        elif self.kind == "frames":
+            for name in _TARGET_FIELDS["frames"]:
+                validation.positive_int(name, getattr(self, name))
         else:
             validation.positive_int("vocab_size", self.vocab_size)
             validation.positive_int("length", self.length)
-        for name in ("num_classes", "output_dim", "num_positions", "length", "vocab_size"):
+        for name in (
+            "num_classes",
+            "output_dim",
+            "num_positions",
+            "length",
+            "vocab_size",
+            "height",
+            "width",
+            "channels",
+        ):
             if name not in _TARGET_FIELDS[self.kind]:
                 _must_be_none(name, getattr(self, name), self.kind)
 
@@ -191,11 +265,13 @@ class TargetSpec:
             return ()
         if self.kind == "regression":
             return (self.output_dim,)
+        if self.kind == "frames":
+            return (self.length, self.height, self.width, self.channels)
         return (self.length,)
 
     @property
     def dtype(self) -> str:
-        return "float32" if self.kind == "regression" else "int32"
+        return "float32" if self.kind in ("regression", "frames") else "int32"
 
     def to_dict(self) -> dict[str, Any]:
         spec = {"kind": self.kind, "dtype": self.dtype}
@@ -216,7 +292,8 @@ class TaskData:
             `(n,) + inputs.shape` and dtype `inputs.dtype`; targets
             `(n,) + targets.shape` and dtype `targets.dtype`.
         name: The generator's name, e.g. `"long_lag"`.
-        inputs: A `SequenceSpec`, or an `ImageSpec` for image tasks.
+        inputs: A `SequenceSpec`, or an `ImageSpec` for image tasks, or a
+            `FramesSpec` for videos.
         targets: A `TargetSpec`.
         description: What the task is and what it tests, for people.
         params: The arguments that produced the data (seed included), so the
@@ -227,11 +304,15 @@ class TaskData:
         target_vocabulary: The `Vocabulary` of the target token ids, or None.
             Required for, and only allowed with, `targets.kind == "sequence"`;
             its size must equal `targets.vocab_size`.
+        annotations: Extra arrays about the examples that a model does not
+            train on but a check reads (a captioning task's object boxes,
+            `"boxes_val"`), by name. Default empty.
 
     For `targets.kind == "sequence"` (a sequence-to-sequence task) the inputs
-    must be `"tokens"`; every id of both sides must lie in its vocabulary, and
-    every target row must hold the END id (each target is its sentence, then
-    END, then PAD).
+    must be `"tokens"`, or an image (a captioning task, Xu et al. 2015, which
+    has no source vocabulary); every id of both sides must lie in its
+    vocabulary, and every target row must hold the END id (each target is its
+    sentence, then END, then PAD).
     """
 
     x_train: np.ndarray
@@ -245,12 +326,13 @@ class TaskData:
     params: dict[str, Any] = field(default_factory=dict)
     source_vocabulary: Vocabulary | None = None
     target_vocabulary: Vocabulary | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        if not isinstance(self.inputs, (SequenceSpec, ImageSpec)):
+        if not isinstance(self.inputs, (SequenceSpec, ImageSpec, FramesSpec)):
             raise ValueError(
-                "Received an invalid value for argument `inputs`, expected a SequenceSpec "
-                f"or an ImageSpec, got {self.inputs!r}."
+                "Received an invalid value for argument `inputs`, expected a SequenceSpec, "
+                f"an ImageSpec or a FramesSpec, got {self.inputs!r}."
             )
         if not isinstance(self.targets, TargetSpec):
             raise ValueError(
@@ -263,6 +345,7 @@ class TaskData:
                 f"whose pointers an image can hold, got {self.targets!r}: pointer targets "
                 "name positions of an input sequence, not of an image."
             )
+        self._check_frames()
         for split in ("train", "val"):
             x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
             self._check_array(f"x_{split}", x, self.inputs.shape, self.inputs.dtype)
@@ -281,6 +364,29 @@ class TaskData:
             )
         self._check_vocabularies()
 
+    @property
+    def _captions(self):
+        """Whether the task writes a sequence about an image (it has no source vocabulary)."""
+        return self.targets.kind == "sequence" and self.inputs.kind == "image"
+
+    def _check_frames(self):
+        """Frame targets follow input frames of the same shape; frames hold no pointers."""
+        frames_in = isinstance(self.inputs, FramesSpec)
+        if self.targets.kind == "frames" and not (
+            frames_in and self.inputs.frame_shape == self.targets.shape[1:]
+        ):
+            raise ValueError(
+                "Received an invalid value for argument `inputs`, expected a FramesSpec whose "
+                f"frames have the target frames' shape {self.targets.shape[1:]} for a task "
+                f"whose targets are of kind 'frames', got {self.inputs!r}."
+            )
+        if frames_in and self.targets.kind in ("pointer", "sequence"):
+            raise ValueError(
+                "Received an invalid value for argument `targets`, expected a TargetSpec a "
+                f"video can be read into, got {self.targets!r}: {self.targets.kind} targets "
+                "name positions or tokens of an input sequence, not frames."
+            )
+
     def _check_vocabularies(self):
         sequence = self.targets.kind == "sequence"
         for side, vocabulary in (
@@ -292,16 +398,16 @@ class TaskData:
                     f"Received an invalid value for argument `{side}_vocabulary`, expected a "
                     f"Vocabulary or None, got {vocabulary!r}."
                 )
-            if sequence and vocabulary is None:
+            if sequence and vocabulary is None and not (side == "source" and self._captions):
                 raise ValueError(
                     f"Received an invalid value for argument `{side}_vocabulary`, expected a "
                     "Vocabulary for a task whose targets are of kind 'sequence', got None."
                 )
-        if sequence and self.inputs.kind != "tokens":
+        if sequence and self.inputs.kind not in ("tokens", "image"):
             raise ValueError(
                 "Received an invalid value for argument `inputs`, expected a SequenceSpec of "
-                f"kind 'tokens' for a task whose targets are of kind 'sequence', got "
-                f"{self.inputs!r}."
+                f"kind 'tokens' or an ImageSpec for a task whose targets are of kind "
+                f"'sequence', got {self.inputs!r}."
             )
         if self.target_vocabulary is not None and not sequence:
             raise ValueError(

@@ -33,6 +33,8 @@ LAZY_ALLOWED = {
     "matplotlib",
     "ray",
     "tensorboard",
+    # scipy.stats loads most of SciPy; only the lab's measurements use it.
+    "scipy",
     "gradio",
     # The optional `export` extra (ONNX and LiteRT files): imported when an export needs it.
     "onnx",

@@ -226,7 +226,7 @@ def start_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
         kinds = None
     input_kind = kinds[0] if kinds else None
     start = {"tokens": _TOKEN_START, "numeric": _NUMERIC_START}.get(input_kind, _OTHER_START)
-    if kinds and kinds[1] == "sequence":
+    if kinds and kinds[1] == "sequence" and input_kind == "tokens":
         start = _TRANSLATION_START
     return [
         {**copy.deepcopy(node), "position": [40, 30 + ROW * row]} for row, node in enumerate(start)

@@ -22,6 +22,10 @@ HINTS = {
     "the translation and where each output word attended are shown.",
     "pointer": "Type numbers to sort, separated by spaces (e.g. *0.7 0.1 0.5 0.3 0.9*).",
     "vit": "A ViT reads images: leave the input empty and choose a validation example.",
+    "frames": "A next-frame model reads videos: leave the input empty and choose a validation "
+    "example; its predicted frames are drawn under the true ones.",
+    "captioner": "A captioner reads images: leave the input empty and choose a validation "
+    "example; its caption and where it looked for each word are shown.",
     "classifier": "Type a sequence: words for text, token ids for id inputs, or one value per "
     "step (a symbol index per step for one-hot inputs), separated by spaces.",
     "regressor": "Type one value per step separated by spaces; several features per step as `a,b`.",
@@ -123,7 +127,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
                 elem_id="predict-table",
                 label="Output",
             )
-            figure = gr.Plot(label="Attention / pointer heatmap", elem_id="predict-plot")
+            figure = gr.Plot(label="Attention, pointers, gaze or frames", elem_id="predict-plot")
     with gr.Tab("Gradient flow") as gradient_tab:
         gr.Markdown(
             "‖∂L/∂x_t‖ of a last-step loss at every earlier step, through each recurrent layer "
@@ -168,7 +172,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
         except actions.AppError as error:
             return [f"✗ {error}", gr.update(visible=False)]
         kind = model_kind(record.spec)
-        return [HINTS[kind], gr.update(visible=kind == "seq2seq")]
+        return [HINTS[kind], gr.update(visible=kind in ("seq2seq", "captioner"))]
 
     run.change(on_run, inputs=[run], outputs=[hint, decoding_box], api_name="inspect_hint")
 

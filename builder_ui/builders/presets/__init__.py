@@ -6,7 +6,8 @@ command line's examples and the app's presets are the same files), in the
 order of the arc:
 
     vanilla RNN ─▶ 1997 LSTM ─▶ forget gate ─▶ peepholes ─▶ GRU
-      ─▶ seq2seq ─▶ + Bahdanau ─▶ + Luong ─▶ Transformer ─▶ ViT ─▶ pointer network
+      ─▶ seq2seq ─▶ + Bahdanau ─▶ + Luong ─▶ Transformer ─▶ ViT ─▶ Show, Attend and Tell
+      ─▶ ConvLSTM ─▶ pointer network
 
 Every model type a plugin registered (`builder_ui.builders.registry`) gets a preset
 too: its default fields on the first built-in task whose inputs and targets
@@ -112,6 +113,16 @@ _STAGES: tuple[tuple[str, str, str], ...] = (
         "vit",
         "10 · Vision Transformer",
         "Dosovitskiy et al. (2020): an image as a sequence of patches.",
+    ),
+    (
+        "show_attend_tell",
+        "10b · Show, Attend and Tell",
+        "Xu et al. (2015): Bahdanau's attention over image regions writes a caption.",
+    ),
+    (
+        "conv_lstm",
+        "10c · ConvLSTM",
+        "Shi et al. (2015): an LSTM whose states are images predicts the next frames.",
     ),
     (
         "pointer_network",

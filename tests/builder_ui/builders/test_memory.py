@@ -55,6 +55,14 @@ VARIANTS = {
     "translation_learned": _with(
         "transformer_translation", model__architecture__positions="learned"
     ),
+    "show_attend_tell_gru_patches": _with(
+        "show_attend_tell",
+        model__cell="gru",
+        model__encoder="patches",
+        model__patch_size=8,
+        model__region_positions=False,
+        model__attention_units=5,
+    ),
     "pointer_gru": _with("pointer_network", model__cell="gru"),
     "pointer_cec_lstm": _with("pointer_network", model__cell="cec_lstm"),
 }

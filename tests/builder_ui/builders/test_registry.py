@@ -75,6 +75,14 @@ TINY = {
             "num_layers": 1,
         },
     },
+    "show_attend_tell": {
+        "task": {"type": "shape_captions", "n": 60, "size": 16},
+        "model": {"type": "show_attend_tell", "filters": 4, "units": 6, "embedding_dim": 4},
+    },
+    "conv_lstm": {
+        "task": {"type": "moving_shapes", "n": 60, "size": 8, "frames": 4, "predict": 2},
+        "model": {"type": "conv_lstm", "filters": 4, "num_layers": 1},
+    },
     "pointer_network": {
         "task": {"type": "sort_numbers", "length": 4, "n": 120},
         "model": {"type": "pointer_network", "units": 6},

@@ -124,33 +124,42 @@ def test_rerunning_another_experiment_keeps_the_first_in_the_report(quick_lab):
 # ------------------------------------------------------------------------------ fast units
 
 
-def test_experiments_lists_five_with_titles_and_claims():
+def test_experiments_lists_seven_with_titles_and_claims():
     found = lab.experiments()
-    assert [e.number for e in found] == [1, 2, 3, 4, 5]
+    assert [e.number for e in found] == [1, 2, 3, 4, 5, 6, 7]
     assert [e.key for e in found] == [
         "gradients",
         "long_lags",
         "bottleneck",
         "sequential",
         "transformer_choices",
+        "visual_attention",
+        "conv_lstm",
     ]
     assert "17.82" in found[2].claim and "26.75" in found[2].claim
     assert "25.9" in found[2].claim and "30.6" in found[2].claim
     assert "1000" in found[1].claim
     assert "25.7" in found[4].claim and "25.8" in found[4].claim
     assert all(e.title and e.quick_minutes < e.full_minutes for e in found)
-    assert sum(e.quick_minutes for e in found) < 10
+    assert "gaze" in found[5].claim and "Xu et al. 2015" in found[5].claim
+    assert "3670.85" in found[6].claim and "4832.49" in found[6].claim
+    assert sum(e.quick_minutes for e in found) < 12
 
 
 @pytest.mark.parametrize(
     ("values", "expected"),
-    [(None, [1, 2, 3, 4, 5]), ([], [1, 2, 3, 4, 5]), (["3"], [3]), (["1,3", "3", 5], [1, 3, 5])],
+    [
+        (None, [1, 2, 3, 4, 5, 6, 7]),
+        ([], [1, 2, 3, 4, 5, 6, 7]),
+        (["3"], [3]),
+        (["1,3", "3", 5], [1, 3, 5]),
+    ],
 )
 def test_parse_numbers_takes_repeats_and_comma_lists(values, expected):
     assert lab.parse_numbers(values) == expected
 
 
-@pytest.mark.parametrize("value", ["0", "6", "two", "1,,2"])
+@pytest.mark.parametrize("value", ["0", "8", "two", "1,,2"])
 def test_only_refuses_what_is_not_an_experiment_with_exit_code_2(value, tmp_path, capsys):
     cli_parser = parser()
     args = cli_parser.parse_args(["--only", value, "--out", str(tmp_path / "o")])
@@ -158,7 +167,7 @@ def test_only_refuses_what_is_not_an_experiment_with_exit_code_2(value, tmp_path
         lab_cli.run(args, cli_parser)
     assert error.value.code == 2
     message = capsys.readouterr().err
-    assert "argument `only`" in message and "1, 2, 3, 4, 5" in message
+    assert "argument `only`" in message and "1, 2, 3, 4, 5, 6, 7" in message
     assert not (tmp_path / "o").exists()
 
 
@@ -184,7 +193,7 @@ def test_cli_defaults():
 
 
 def test_run_experiment_refuses_an_unknown_number(tmp_path):
-    with pytest.raises(ValueError, match=r"argument `number`, expected one of 1, 2, 3, 4, 5"):
+    with pytest.raises(ValueError, match=r"argument `number`, expected one of 1, 2, 3, 4, 5, 6, 7"):
         lab.run_experiment(9, tmp_path / "runs")
 
 
@@ -269,6 +278,20 @@ def test_position_similarity_summaries_on_a_known_grid():
     assert near == pytest.approx(0.75)
     assert far == pytest.approx((16 * 0.25 + 4 * 0.0) / 20)
     assert not math.isnan(far)
+
+
+def test_distance_correlation_is_minus_one_for_a_strictly_falling_similarity():
+    from builder_ui.lab.transformer_choices import distance_correlation
+
+    coords = [(r, c) for r in range(4) for c in range(4)]
+    similarity = np.zeros((4, 4, 4, 4))
+    for r, c in coords:
+        for r2, c2 in coords:
+            similarity[r, c, r2, c2] = 1 - (abs(r - r2) + abs(c - c2)) / 6
+    # Ties in distance give equal similarity: the ranks agree exactly, ρ = −1.
+    assert distance_correlation(similarity) == pytest.approx(-1.0, abs=1e-12)
+    noise = np.random.default_rng(0).normal(size=similarity.shape)
+    assert abs(distance_correlation(noise)) < 0.2  # 120 pairs of noise: ρ near 0
 
 
 def fake_result(number):

@@ -1,0 +1,122 @@
+"""Inspect in a real browser on the image models: a captioner's gaze, a ConvLSTM's frames.
+
+The store holds a tiny Show-Attend-Tell run, a tiny ConvLSTM run and a tiny translator,
+each trained by the engine, so the tab meets three kinds of model in one session.
+Playwright drives Debian's Chromium against `keras-seq ui` (a subprocess); screenshots at
+1400×900 go to `$KERAS_SEQ_SCREENSHOTS` (default `tests/artifacts/screenshots/`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from builder_ui.engine.store import RunStore
+from tests.app.app_server import Server
+from tests.app.browser import needs_chromium
+from tests.app.compare_runs import TINY_SPECS
+from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
+
+pytestmark = [pytest.mark.slow, needs_chromium]
+
+TRAIN = {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 0}
+SPECS = {
+    "captioner": {
+        "version": 2,
+        "name": "tiny-captioner",
+        "task": {"type": "shape_captions", "n": 120, "size": 16},
+        "model": {"type": "show_attend_tell", "filters": 8, "units": 16, "embedding_dim": 8},
+        "train": TRAIN,
+    },
+    "frames": {
+        "version": 2,
+        "name": "tiny-conv-lstm",
+        "task": {"type": "moving_shapes", "n": 60, "size": 8, "frames": 6, "predict": 2},
+        "model": {"type": "conv_lstm", "filters": 4, "num_layers": 1},
+        "train": TRAIN,
+    },
+    "translator": TINY_SPECS["seq2seq"],
+}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Iterator[tuple[Server, dict[str, str]]]:
+    # Keras loads only for the tests that train.
+    from builder_ui import engine
+
+    directory = tmp_path_factory.mktemp("inspect-images")
+    with RunStore(directory / "runs") as store:
+        records = {key: engine.run(spec, store=store) for key, spec in SPECS.items()}
+    assert all(r.status == "done" for r in records.values()), [r.error for r in records.values()]
+    server = Server(directory)
+    try:
+        server.wait_until_up()
+        yield server, {key: record.id for key, record in records.items()}
+    finally:
+        server.stop()
+
+
+def test_inspect_draws_a_captions_gaze_and_a_videos_frames(browser, served):
+    from playwright.sync_api import expect
+
+    server, ids = served
+    expect.set_options(timeout=UI_TIMEOUT_MS)  # a hang guard; a loaded machine is slow
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    page.goto(server.url)
+    page.get_by_role("tab", name="Inspect").click()
+    page.locator("#inspect-refresh").click()
+
+    def choose_run(run_id: str) -> None:
+        page.locator("#inspect-run input").click()
+        page.get_by_role("option", name=run_id).first.click()
+
+    summary, plot = page.locator("#predict-summary"), page.locator("#predict-plot")
+
+    # The captioner: its hint, the decoding options, a greedy caption and its gaze panels.
+    choose_run(ids["captioner"])
+    expect(page.locator("#inspect-hint")).to_contain_text("A captioner reads images")
+    expect(page.locator("#decoding-options")).to_be_visible()
+    page.locator("#inspect-example input").fill("2")
+    page.locator("#predict-button").click()
+    expect(summary).to_contain_text("Caption:", timeout=60_000)
+    expect(summary).to_contain_text("Reference:")
+    expect(summary).to_contain_text("Decoding: greedy")
+    expect(plot.locator("img")).to_be_visible()
+    expect(page.locator("#predict-table")).to_contain_text("most attended region")
+    page.locator("#predict-summary").scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "inspect-captioner-gaze.png", full_page=True)
+
+    # Beam search, asked for with the keyboard: Enter in the input box predicts.
+    page.locator("#decoding-options").get_by_text("Decoding").first.click()
+    page.locator("#decoding-method").get_by_label("beam").check()
+    page.locator("#decoding-beam-width input").fill("3")
+    page.locator("#inspect-input textarea").press("Enter")
+    expect(summary).to_contain_text("beam search, width 3", timeout=60_000)
+
+    # Typed text is refused, named, and the last caption stays.
+    page.locator("#inspect-input textarea").fill("a red square")
+    page.locator("#predict-button").click()
+    expect(page.locator("#inspect-message")).to_contain_text("a captioner reads images")
+    expect(summary).to_contain_text("beam search, width 3")
+    page.locator("#inspect-input textarea").fill("")
+
+    # The ConvLSTM in the same session: no decoding options, true and predicted frames.
+    choose_run(ids["frames"])
+    expect(page.locator("#inspect-hint")).to_contain_text("next-frame model")
+    expect(page.locator("#decoding-options")).to_be_hidden()
+    page.locator("#predict-button").click()
+    expect(summary).to_contain_text("MSE", timeout=60_000)
+    expect(summary).not_to_contain_text("Caption:")
+    expect(plot.locator("img")).to_be_visible()
+    page.screenshot(path=SCREENSHOTS / "inspect-conv-lstm-frames.png", full_page=True)
+
+    # And back to text: the translator still translates, with its decoding options.
+    choose_run(ids["translator"])
+    expect(page.locator("#decoding-options")).to_be_visible()
+    page.locator("#predict-button").click()
+    expect(summary).to_contain_text("Translation:", timeout=60_000)
+    context.close()

@@ -382,6 +382,7 @@ def test_bleu_of_a_run_without_bleu_shows_a_message_and_the_csv_button_is_normal
 
     server, (classifier, _translator, _pointer, _cancelled) = mixed
     page = open_compare(browser, server)
+    settled(page)  # the tab's opening refresh would replace a selection made during it
     rows(page, classifier).get_by_role("gridcell").first.click()
     expect(page.locator("#compare-runs")).to_contain_text(classifier)
     page.locator("#bleu-button").click()

@@ -125,6 +125,7 @@ def cluster(ray_temp_root, monkeypatch):
         start_new_session=True,
     )
     try:
+        _wait_for_the_hiding_mount(worker, hidden)
         yield {"address": address, "hidden": hidden, "worker": worker, "worker_tmp": worker_tmp}
     finally:
         for process in (worker, head):
@@ -137,6 +138,28 @@ def cluster(ray_temp_root, monkeypatch):
         subprocess.run(["pkill", "-9", "-f", str(ray_temp_root)], check=False)
         shutil.rmtree(hidden, ignore_errors=True)
         shutil.rmtree(worker_tmp, ignore_errors=True)
+
+
+def _wait_for_the_hiding_mount(worker, directory, timeout=60.0):
+    """Return once the worker's mount namespace has its tmpfs over `directory`.
+
+    `unshare` and the shell mount it only after `Popen` returns; a check made before that
+    would look at this machine's own view. The mount point is field 5 of
+    `/proc/<pid>/mountinfo` (the same pid: `unshare` and `sh` exec, they do not fork).
+    The timeout is a hang guard.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if worker.poll() is not None:
+            raise AssertionError(f"the worker node exited with {worker.returncode}")
+        try:
+            lines = Path(f"/proc/{worker.pid}/mountinfo").read_text().splitlines()
+        except OSError:
+            lines = []
+        if any(line.split()[4] == str(directory) for line in lines if len(line.split()) > 4):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no tmpfs over {directory} in the worker's namespace after {timeout} s")
 
 
 def _assert_the_worker_sees_nothing_in(directory, worker):

@@ -76,11 +76,15 @@ def queue_spec(page) -> str:
 
     page.get_by_role("tab", name="Train").click()
     message = page.locator("#train-message")
-    before = message.inner_text()
+    # The runs this page queued before: the message may still name the last of them after the
+    # click (a text read before the click can be a passing state, not the old message).
+    queued = page.__dict__.setdefault("_queued_runs", [])
     page.locator("#queue-button").click()
-    expect(message).not_to_have_text(before, timeout=60_000)
-    expect(message).to_contain_text("Queued run")
-    return re.search(r"Queued run (\S+)", message.inner_text()).group(1)
+    newer = "".join(f"(?!{re.escape(run_id)}\\b)" for run_id in queued)
+    expect(message).to_contain_text(re.compile(rf"Queued run {newer}\S+"), timeout=60_000)
+    (run_id,) = re.findall(rf"Queued run {newer}(\S+)", message.inner_text())
+    queued.append(run_id)
+    return run_id
 
 
 def progress_of(page, run_id: str, status: str):

@@ -168,14 +168,18 @@ _SEQ2SEQ = Seq2SeqBuilder()
 _GAZE_BATCH = 256
 
 
-def gaze_metrics(model, task):
-    """`gaze_on_object` and `gaze_chance` over the validation captions (see the module)."""
+def mean_gaze(model, task):
+    """Mean `mass`, `chance` and `other` of `gaze_on_objects` over the validation captions.
+
+    The teacher-forced weights are computed `_GAZE_BATCH` images at a time, to bound their
+    memory (`keras_seq.diagnostics.gaze`).
+    """
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     from keras_seq.diagnostics.gaze import gaze_on_objects
 
-    mass, chance = [], []
+    parts = {"mass": [], "chance": [], "other": []}
     annotations = task.annotations
     for start in range(0, len(task.x_val), _GAZE_BATCH):
         rows = slice(start, start + _GAZE_BATCH)
@@ -187,9 +191,12 @@ def gaze_metrics(model, task):
             model.region_grid,
             task.inputs.shape[:2],
         )
-        mass.append(gaze["mass"])
-        chance.append(gaze["chance"])
-    return {
-        "gaze_on_object": float(np.concatenate(mass).mean()),
-        "gaze_chance": float(np.concatenate(chance).mean()),
-    }
+        for name, values in parts.items():
+            values.append(gaze[name])
+    return {name: float(np.concatenate(values).mean()) for name, values in parts.items()}
+
+
+def gaze_metrics(model, task):
+    """`gaze_on_object` and `gaze_chance` over the validation captions (see the module)."""
+    gaze = mean_gaze(model, task)
+    return {"gaze_on_object": gaze["mass"], "gaze_chance": gaze["chance"]}

@@ -99,6 +99,18 @@ def _translation_spec(settings, *, heads, positions, norm_first, seed=0):
     }
 
 
+def _pairs(similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Manhattan grid distance and similarity of every pair of patches, `(P, P)` each (P patches).
+
+    Patches are numbered row-major over the `(grid_h, grid_w, grid_h, grid_w)` similarity.
+    """
+    grid_h, grid_w = similarity.shape[:2]
+    rows, cols = np.indices((grid_h, grid_w))
+    rows, cols = rows.ravel(), cols.ravel()
+    distance = np.abs(rows[:, None] - rows[None, :]) + np.abs(cols[:, None] - cols[None, :])
+    return distance, similarity.reshape(grid_h * grid_w, grid_h * grid_w)
+
+
 def similarity_by_distance(similarity: np.ndarray) -> dict[int, float]:
     """Mean cosine similarity of pairs of distinct patches, by their Manhattan distance on the grid.
 
@@ -109,11 +121,7 @@ def similarity_by_distance(similarity: np.ndarray) -> dict[int, float]:
     Returns:
         `{distance: mean similarity}` for distances 1 to `grid_h + grid_w − 2`.
     """
-    grid_h, grid_w = similarity.shape[:2]
-    rows, cols = np.indices((grid_h, grid_w))
-    rows, cols = rows.ravel(), cols.ravel()
-    distance = np.abs(rows[:, None] - rows[None, :]) + np.abs(cols[:, None] - cols[None, :])
-    flat = similarity.reshape(grid_h * grid_w, grid_h * grid_w)
+    distance, flat = _pairs(similarity)
     return {int(d): float(flat[distance == d].mean()) for d in range(1, int(distance.max()) + 1)}
 
 
@@ -126,12 +134,8 @@ def distance_correlation(similarity: np.ndarray) -> float:
     # scipy comes with scikit-learn (a dependency); loaded when measured.
     from scipy.stats import spearmanr
 
-    grid_h, grid_w = similarity.shape[:2]
-    rows, cols = np.indices((grid_h, grid_w))
-    rows, cols = rows.ravel(), cols.ravel()
-    distance = np.abs(rows[:, None] - rows[None, :]) + np.abs(cols[:, None] - cols[None, :])
-    flat = similarity.reshape(grid_h * grid_w, grid_h * grid_w)
-    upper = np.triu_indices(grid_h * grid_w, k=1)
+    distance, flat = _pairs(similarity)
+    upper = np.triu_indices(len(flat), k=1)
     return float(spearmanr(distance[upper], flat[upper]).statistic)
 
 
@@ -140,11 +144,7 @@ def neighbour_similarity(similarity: np.ndarray) -> tuple[float, float]:
 
     Distance is the Manhattan distance on the patch grid.
     """
-    grid_h, grid_w = similarity.shape[:2]
-    rows, cols = np.indices((grid_h, grid_w))
-    rows, cols = rows.ravel(), cols.ravel()
-    distance = np.abs(rows[:, None] - rows[None, :]) + np.abs(cols[:, None] - cols[None, :])
-    flat = similarity.reshape(grid_h * grid_w, grid_h * grid_w)
+    distance, flat = _pairs(similarity)
     return float(flat[distance == 1].mean()), float(flat[distance >= 3].mean())
 
 
@@ -344,12 +344,8 @@ def _profile_figure(context, similarity):
     # matplotlib loads when a figure is drawn, not on import.
     from matplotlib.figure import Figure
 
-    grid_h, grid_w = similarity.shape[:2]
-    rows, cols = np.indices((grid_h, grid_w))
-    rows, cols = rows.ravel(), cols.ravel()
-    distance = np.abs(rows[:, None] - rows[None, :]) + np.abs(cols[:, None] - cols[None, :])
-    flat = similarity.reshape(grid_h * grid_w, grid_h * grid_w)
-    upper = np.triu_indices(grid_h * grid_w, k=1)
+    distance, flat = _pairs(similarity)
+    upper = np.triu_indices(len(flat), k=1)
     jitter = np.random.default_rng(0).uniform(-0.25, 0.25, size=len(upper[0]))
     figure = Figure(figsize=(6.5, 4.0), layout="constrained")
     ax = figure.add_subplot()
@@ -359,6 +355,7 @@ def _profile_figure(context, similarity):
     ax.axhline(0.0, color="black", lw=0.5)
     ax.set_xlabel("Manhattan distance between the two patches on the grid")
     ax.set_ylabel("cosine similarity of their position embeddings")
+    grid_h, grid_w = similarity.shape[:2]
     ax.set_title(f"ViT on shapes: position similarity against distance ({grid_h}×{grid_w} grid)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

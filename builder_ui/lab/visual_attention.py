@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from builder_ui.builders.captioning import mean_gaze
 from builder_ui.lab.common import ExperimentResult, LabContext, fmt, table, verdict_of
 
 NUMBER = 6
@@ -54,8 +55,6 @@ LABELS = {key: label for key, label, _ in VARIANTS}
 IMAGE_SIZE = 32
 # Images (both splits) and epochs, by the lab's mode.
 SETTINGS = {"quick": {"images": 2000, "epochs": 15}, "full": {"images": 4000, "epochs": 25}}
-# Validation images whose attention is measured at once.
-_BATCH = 256
 
 
 def _spec(settings, fields):
@@ -77,31 +76,6 @@ def _spec(settings, fields):
             "seed": 0,
         },
     }
-
-
-def _gaze(model, task):
-    """Mean attention on the named object, uniform gaze, and on the other object."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    from keras_seq.diagnostics import gaze_on_objects
-
-    parts = {"mass": [], "chance": [], "other": []}
-    for start in range(0, len(task.x_val), _BATCH):
-        rows = slice(start, start + _BATCH)
-        weights = keras.ops.convert_to_numpy(
-            model.attention_weights(task.x_val[rows], task.y_val[rows])
-        )
-        gaze = gaze_on_objects(
-            weights,
-            task.annotations["boxes_val"][rows],
-            task.annotations["word_objects_val"][rows],
-            model.region_grid,
-            (IMAGE_SIZE, IMAGE_SIZE),
-        )
-        for name in parts:
-            parts[name].append(gaze[name])
-    return {name: float(np.concatenate(values).mean()) for name, values in parts.items()}
 
 
 def _gaze_figure(model, task, index):
@@ -140,7 +114,7 @@ def run(context: LabContext) -> ExperimentResult:
         record = trained.record
         row = {"model": label, "status": record.status}
         if trained.model is not None:
-            gaze = _gaze(trained.model, trained.prepared.task)
+            gaze = mean_gaze(trained.model, trained.prepared.task)
             measured[key] = gaze
             metrics = record.metrics
             row.update(

@@ -316,12 +316,16 @@ class ShowAttendTell(RNNSeq2Seq):
             initial_states.append(self.initial_c(mean))
         return memory, mask, initial_states
 
-    def teacher_forced(self, source, target, training):
+    def _decode(self, source, target, training):
+        """The teacher-forced decoder pass: outputs `(batch, T, output_dim)` and `α`.
+
+        The weights `(batch, T, L)` are zero at padded steps.
+        """
         memory, mask, initial_states = self._encode(source, training)
         target_mask = ops.not_equal(ops.cast(target, "int32"), PAD_ID)
         y = self.target_embedding(self.shift_right(target))
         y = self.embedding_dropout(y, training=training)
-        outputs, weights = self.decoder(
+        return self.decoder(
             y,
             memory,
             initial_state=initial_states,
@@ -329,7 +333,10 @@ class ShowAttendTell(RNNSeq2Seq):
             encoder_sequence_mask=mask,
             return_attention_scores=True,
             training=training,
-        )  # (batch, T, output_dim), (batch, T, L): zero at padded steps
+        )
+
+    def teacher_forced(self, source, target, training):
+        outputs, weights = self._decode(source, target, training)
         if self.attention_penalty:
             self.add_loss(self.attention_penalty * doubly_stochastic_penalty(weights))
         return self._probabilities(self.output_dropout(outputs, training=training))
@@ -347,17 +354,7 @@ class ShowAttendTell(RNNSeq2Seq):
             float32 `(batch, T, L)` weights over the regions (row-major over
             `region_grid`), zero at padded steps.
         """
-        memory, mask, initial_states = self._encode(self.check_source(images), False)
-        target_mask = ops.not_equal(ops.cast(captions, "int32"), PAD_ID)
-        y = self.target_embedding(self.shift_right(captions))
-        _, weights = self.decoder(
-            y,
-            memory,
-            initial_state=initial_states,
-            decoder_sequence_mask=target_mask,
-            encoder_sequence_mask=mask,
-            return_attention_scores=True,
-        )
+        _, weights = self._decode(self.check_source(images), captions, False)
         return ops.cast(weights, "float32")
 
     def get_config(self):

@@ -17,7 +17,7 @@ Here, through the engine:
   embedding (the product of a one-hot vector with a weight matrix, without
   materialising a 1000-wide one-hot input per step), a 16-unit recurrent
   layer and a softmax over the two classes. Each run reads fresh sequences
-  once, in mini-batches of 16 (`epochs: 1` over `budget` generated
+  once, in mini-batches of 20 (`epochs: 1` over `budget` generated
   sequences; the paper updated after every sequence), and every
   `check_every` sequences the lab scores the model on a separate probe set
   of fresh sequences. The task counts as solved when the probe accuracy
@@ -76,7 +76,7 @@ PROBE_TARGET = 0.99
 ADDING_BASELINE = 1 / 6
 ADDING_TARGET = ADDING_BASELINE / 10
 UNITS = 16
-BATCH = 16
+BATCH = 20
 
 # Sizes by the lab's mode. `budget`: fresh sequences one long_lag run may read;
 # `check_every`: sequences between two probes; `probe`: fresh sequences scored each time.

@@ -127,3 +127,10 @@ def test_experiment_two_counts_fresh_sequences_per_lag_and_reports_three_tables(
     assert [r["distractors p"] for r in alphabet_rows][-1] == 3
     assert [r["layer"] for r in adding_rows] == [label for _, label in long_lags.CELLS]
     assert (tmp_path / "report" / result.figures[0]).is_file()
+
+
+@pytest.mark.parametrize("mode", ["quick", "full"])
+def test_each_mode_checks_at_whole_batches_and_ends_its_budget_on_a_check(mode):
+    settings = long_lags.SETTINGS[mode]
+    assert settings["check_every"] % long_lags.BATCH == 0
+    assert settings["budget"] % settings["check_every"] == 0

@@ -5,8 +5,9 @@ and the runners are in `builder_ui.lab.suite`; this package only re-exports):
 
 1. `gradients`: the vanishing gradient against the lag (SimpleRNN, GRU, LSTM,
    the 1997 CEC-LSTM with full and truncated gradients) and what clipping does;
-2. `long_lags`: success against the lag on `long_lag` and `adding_problem`
-   for each recurrent layer;
+2. `long_lags`: the fresh training sequences each recurrent layer needs to
+   bridge `long_lag` (p = q distractors) against the lag, the distractor
+   alphabet's effect at q = 1000, and `adding_problem`;
 3. `bottleneck`: seq2seq without attention, with Bahdanau and with Luong
    attention on `toy_translation`, BLEU by source length, and the
    reversed-source ablation;

@@ -274,8 +274,14 @@ def _train_adding(context, cell, length, settings):
     return record.status == "done" and best <= ADDING_TARGET, best, len(values), record
 
 
-def _not_run(label, lag, failed_at, extra):
-    return {"layer": label, "lag q": lag, **extra, "run": f"not run: failed at {failed_at}"}
+def _not_run(label, column, value, failed_at, extra=None):
+    """A table row for a run skipped because the layer failed at a shorter lag or length."""
+    return {
+        "layer": label,
+        column: value,
+        **(extra or {}),
+        "run": f"not run: failed at {failed_at}",
+    }
 
 
 def run(context: LabContext) -> ExperimentResult:
@@ -295,7 +301,7 @@ def run(context: LabContext) -> ExperimentResult:
         for lag in lags:
             if failed_at is not None:
                 lag_rows.append(
-                    _not_run(LABELS[cell], lag, f"lag {failed_at}", {"distractors p": lag})
+                    _not_run(LABELS[cell], "lag q", lag, f"lag {failed_at}", {"distractors p": lag})
                 )
                 continue
             solved, row, curve = _train_lag(context, cell, lag, lag, settings)
@@ -325,7 +331,7 @@ def run(context: LabContext) -> ExperimentResult:
         adding_points[cell], adding_reach[cell] = [], 0
         for length in settings["adding_lengths"]:
             if failed_at is not None:
-                adding_rows.append(_not_run(label, length, f"length {failed_at}", {}))
+                adding_rows.append(_not_run(label, "length", length, f"length {failed_at}"))
                 continue
             solved, best, epochs, record = _train_adding(context, cell, length, settings)
             adding_points[cell].append((length, best))

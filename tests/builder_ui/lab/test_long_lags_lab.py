@@ -81,7 +81,7 @@ def test_experiment_two_counts_fresh_sequences_per_lag_and_reports_three_tables(
             "check_every": 160,
             "probe": 100,
             "alphabets": (3,),
-            "adding_lengths": (5,),
+            "adding_lengths": (5, 10),
             "n_adding": 200,
             "epochs_adding": 1,
         },
@@ -125,7 +125,19 @@ def test_experiment_two_counts_fresh_sequences_per_lag_and_reports_three_tables(
         else:
             assert seen[-1] == 320 and row["sequences to solve"] is None
     assert [r["distractors p"] for r in alphabet_rows][-1] == 3
-    assert [r["layer"] for r in adding_rows] == [label for _, label in long_lags.CELLS]
+    # Every layer has a row per length, trained or skipped, in the table's own columns.
+    assert [(r["layer"], r["length"]) for r in adding_rows] == [
+        (label, length) for _, label in long_lags.CELLS for length in (5, 10)
+    ]
+    assert result.tables[2]["columns"] == [
+        "layer",
+        "length",
+        "solved",
+        "best val MSE",
+        "epochs",
+        "seconds",
+        "run",
+    ]
     assert (tmp_path / "report" / result.figures[0]).is_file()
 
 

@@ -248,7 +248,7 @@ def _train_lag(context, cell, lag, distractors, settings):
 
 
 def _train_adding(context, cell, length, settings):
-    """One adding-problem run; returns (solved, best val MSE, epochs, record)."""
+    """One adding-problem run; returns (solved, its table row, best val MSE)."""
     spec = {
         "task": {"type": "adding_problem", "length": length, "n": settings["n_adding"], "seed": 0},
         "model": {"type": "sequence_regressor", "encoder": _encoder(cell, 32)},
@@ -268,10 +268,40 @@ def _train_adding(context, cell, length, settings):
         for e in context.store.history(record.id)
         if e.metrics.get("val_loss") is not None
     ]
-    if not values:
-        return False, math.nan, 0, record
-    best = min(values)
-    return record.status == "done" and best <= ADDING_TARGET, best, len(values), record
+    best = min(values) if values else math.nan
+    solved = bool(values) and record.status == "done" and best <= ADDING_TARGET
+    row = {
+        "layer": LABELS[cell],
+        "length": length,
+        "solved": "yes" if solved else "no",
+        "best val MSE": fmt(best, 4),
+        "epochs": len(values),
+        "seconds": fmt(record.wall_time, 1),
+        "run": record.name,
+    }
+    return solved, row, best
+
+
+def _ladder(values, train_one, skipped):
+    """Train at each of `values` in turn until one is not solved; skip the rest.
+
+    `train_one(value)` trains and returns `(solved, row)`; `skipped(value,
+    failed_at)` is the row of a value not tried. Returns `(rows, reach,
+    missed)`: every value's row in order, the largest value solved (0 for
+    none) and the value that failed (None when every one was solved).
+    """
+    rows, reach, missed = [], 0, None
+    for value in values:
+        if missed is not None:
+            rows.append(skipped(value, missed))
+            continue
+        solved, row = train_one(value)
+        rows.append(row)
+        if solved:
+            reach = value
+        else:
+            missed = value
+    return rows, reach, missed
 
 
 def _not_run(label, column, value, failed_at, extra=None):
@@ -294,24 +324,22 @@ def run(context: LabContext) -> ExperimentResult:
     longest = max(lags)
 
     # (a) p = q, fresh sequences, sequences to solve.
-    lag_rows, curves, reach, needed = [], {}, {}, {}
+    lag_rows, curves, reach, missed, needed = [], {}, {}, {}, {}
     for cell in settings["lag_cells"]:
-        failed_at = None
-        reach[cell], needed[cell] = 0, []
-        for lag in lags:
-            if failed_at is not None:
-                lag_rows.append(
-                    _not_run(LABELS[cell], "lag q", lag, f"lag {failed_at}", {"distractors p": lag})
-                )
-                continue
+
+        def train_lag(lag, cell=cell):
             solved, row, curve = _train_lag(context, cell, lag, lag, settings)
-            lag_rows.append(row)
             curves[(cell, lag, lag)] = curve
-            if solved:
-                reach[cell] = lag
-                needed[cell].append((lag, row["sequences to solve"]))
-            else:
-                failed_at = lag
+            return solved, row
+
+        def skipped_lag(lag, failed_at, cell=cell):
+            return _not_run(LABELS[cell], "lag q", lag, f"lag {failed_at}", {"distractors p": lag})
+
+        rows, reach[cell], missed[cell] = _ladder(lags, train_lag, skipped_lag)
+        lag_rows += rows
+        needed[cell] = [
+            (r["lag q"], r["sequences to solve"]) for r in rows if r.get("solved") == "yes"
+        ]
 
     # (b) the alphabet at the longest lag, for the 1997 cell.
     alphabet_rows = [
@@ -327,29 +355,20 @@ def run(context: LabContext) -> ExperimentResult:
     # (c) the adding problem, every cell.
     adding_rows, adding_points, adding_reach = [], {}, {}
     for cell, label in CELLS:
-        failed_at = None
-        adding_points[cell], adding_reach[cell] = [], 0
-        for length in settings["adding_lengths"]:
-            if failed_at is not None:
-                adding_rows.append(_not_run(label, "length", length, f"length {failed_at}"))
-                continue
-            solved, best, epochs, record = _train_adding(context, cell, length, settings)
+        adding_points[cell] = []
+
+        def train_adding(length, cell=cell):
+            solved, row, best = _train_adding(context, cell, length, settings)
             adding_points[cell].append((length, best))
-            adding_rows.append(
-                {
-                    "layer": label,
-                    "length": length,
-                    "solved": "yes" if solved else "no",
-                    "best val MSE": fmt(best, 4),
-                    "epochs": epochs,
-                    "seconds": fmt(record.wall_time, 1),
-                    "run": record.name,
-                }
-            )
-            if solved:
-                adding_reach[cell] = length
-            else:
-                failed_at = length
+            return solved, row
+
+        def skipped_adding(length, failed_at, label=label):
+            return _not_run(label, "length", length, f"length {failed_at}")
+
+        rows, adding_reach[cell], _ = _ladder(
+            settings["adding_lengths"], train_adding, skipped_adding
+        )
+        adding_rows += rows
 
     budget = settings["budget"]
     figure = Figure(figsize=(15.0, 4.6), layout="constrained")
@@ -359,12 +378,8 @@ def run(context: LabContext) -> ExperimentResult:
         line = left.plot(
             [p[0] for p in points], [p[1] for p in points], marker="o", label=LABELS[cell]
         )
-        failed = [row["lag q"] for row in lag_rows if row["layer"] == LABELS[cell]]
-        failed = [lag for lag in failed if (cell, lag, lag) in curves and lag > reach[cell]]
-        if failed:
-            left.scatter(
-                failed, [budget] * len(failed), marker="x", s=60, color=line[0].get_color()
-            )
+        if missed[cell] is not None:
+            left.scatter([missed[cell]], [budget], marker="x", s=60, color=line[0].get_color())
     left.axhline(budget, color="grey", linestyle=":", label=f"budget ({budget:,}); × = not solved")
     left.set_xscale("log")
     left.set_yscale("log")

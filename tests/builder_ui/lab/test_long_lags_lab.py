@@ -26,6 +26,24 @@ def test_growth_exponent_recovers_a_power_law():
     assert long_lags.growth_exponent([]) is None
 
 
+def test_ladder_stops_at_the_first_failure_and_skips_the_rest():
+    tried = []
+
+    def train_one(lag):
+        tried.append(lag)
+        return lag < 300, {"lag": lag}
+
+    rows, reach, missed = long_lags._ladder(
+        (100, 200, 300, 1000), train_one, lambda lag, at: {"lag": lag, "skipped": at}
+    )
+    assert tried == [100, 200, 300]
+    assert rows == [{"lag": 100}, {"lag": 200}, {"lag": 300}, {"lag": 1000, "skipped": 300}]
+    assert (reach, missed) == (200, 300)
+    # Nothing solved: reach 0; everything solved: nothing missed.
+    assert long_lags._ladder((5,), lambda v: (False, {}), None)[1:] == (0, 5)
+    assert long_lags._ladder((5, 6), lambda v: (True, {}), None)[1:] == (6, None)
+
+
 def _counting_model():
     inputs = keras.Input((3,))
     model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(inputs))

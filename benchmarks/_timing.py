@@ -226,12 +226,30 @@ def environment() -> dict[str, object]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "usable_cpus": usable_cpus,
         "load_average": load_average(),
         "packages": versions,
         "env": {name: os.environ[name] for name in _RELEVANT_ENV if name in os.environ},
     }
+
+
+def cpu_model() -> str | None:
+    """The CPU's marketing name (Linux `/proc/cpuinfo`), or None where it cannot be read.
+
+    Ratios between libraries move with the CPU (their kernels are tuned for different
+    vendors' instruction sets), so a result names the chip it was measured on.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
+            for line in file:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    return value.strip() or None
+    except OSError:
+        pass
+    return None
 
 
 def timing_environment(
@@ -393,7 +411,8 @@ def machine_line(environment: Mapping) -> str:
     """The Markdown list item on the machine and its load around the timing."""
     load = environment["load_average_timing"]
     return (
-        f"- Machine: {environment['platform']}, {environment['usable_cpus']} usable CPUs; "
+        f"- Machine: {environment['platform']}, {environment.get('cpu_model') or 'CPU unknown'}, "
+        f"{environment['usable_cpus']} usable CPUs; "
         f"load average {format_load(load['start'])} before timing, "
         f"{format_load(load['end'])} after."
     )

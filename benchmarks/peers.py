@@ -25,6 +25,10 @@ Cases (PyTorch 2.x modules, `batch_first`, no dropout):
   PyTorch loop (`nn.GRUCell`, the attention above, `argmax`) under `torch.inference_mode`;
   B 64, source 30, exactly 30 output tokens (no END), random weights.
 
+On TensorFlow every keras_seq and Keras model is timed twice: as Keras compiles it by
+default (a `tf.function`, no XLA on a CPU) and with `jit_compile=True` (`+XLA`), the
+`train.jit_compile: true` of a spec.
+
 Run from the repository root (Keras's backend is KERAS_BACKEND's; PyTorch is imported
 beside it):
 
@@ -84,44 +88,51 @@ def parse_args(argv=None):
 # ----------------------------------------------------------------------------- Keras side
 
 
-def _keras_step(keras, inputs, outputs, x, y):
-    """A compiled Keras model's training step on the fixed batch `(x, y)`."""
+def _keras_step(keras, inputs, outputs, x, y, jit_compile="auto"):
+    """A compiled Keras model's training step on the fixed batch `(x, y)`.
+
+    `jit_compile="auto"` is Keras's default (XLA with JAX, and with TensorFlow on a GPU
+    only); `True` compiles the step with XLA on every backend that has it.
+    """
     model = keras.Model(inputs, outputs)
-    model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+    model.compile(optimizer=keras.optimizers.Adam(), loss="mse", jit_compile=jit_compile)
     return functools.partial(model.train_on_batch, x, y), model.count_params()
 
 
-def keras_recurrent(keras, layer, x, y):
+def keras_recurrent(keras, make_layer, x, y, jit_compile="auto"):
     inputs = keras.Input(x.shape[1:])
-    return _keras_step(keras, inputs, keras.layers.Dense(1)(layer(inputs)), x, y)
+    outputs = keras.layers.Dense(1)(make_layer()(inputs))
+    return _keras_step(keras, inputs, outputs, x, y, jit_compile)
 
 
-def keras_encoder(keras, x, y):
+def keras_encoder(keras, x, y, jit_compile="auto"):
     from keras_seq import layers
 
     inputs = keras.Input(x.shape[1:])
     hidden = layers.TransformerEncoderBlock(num_heads=8, ff_dim=1024)(inputs)
     pooled = keras.layers.GlobalAveragePooling1D()(hidden)
-    return _keras_step(keras, inputs, keras.layers.Dense(1)(pooled), x, y)
+    return _keras_step(keras, inputs, keras.layers.Dense(1)(pooled), x, y, jit_compile)
 
 
-def keras_decoder(keras, x, memory, y):
+def keras_decoder(keras, x, memory, y, jit_compile="auto"):
     from keras_seq import layers
 
     target = keras.Input(x.shape[1:])
     source = keras.Input(memory.shape[1:])
     hidden = layers.TransformerDecoderBlock(num_heads=8, ff_dim=1024)(target, source)
     pooled = keras.layers.GlobalAveragePooling1D()(hidden)
-    return _keras_step(keras, [target, source], keras.layers.Dense(1)(pooled), [x, memory], y)
+    outputs = keras.layers.Dense(1)(pooled)
+    return _keras_step(keras, [target, source], outputs, [x, memory], y, jit_compile)
 
 
-def keras_bahdanau(keras, query, values, y):
+def keras_bahdanau(keras, query, values, y, jit_compile="auto"):
     from keras_seq import layers
 
     q = keras.Input(query.shape[1:])
     v = keras.Input(values.shape[1:])
     context = layers.BahdanauAttention(128)(q, v)
-    return _keras_step(keras, [q, v], keras.layers.Dense(1)(context), [query, values], y)
+    outputs = keras.layers.Dense(1)(context)
+    return _keras_step(keras, [q, v], outputs, [query, values], y, jit_compile)
 
 
 # ---------------------------------------------------------------------------- PyTorch side
@@ -249,10 +260,18 @@ def build_cases(settings, log):
         return keras.ops.convert_to_tensor(value), torch.from_numpy(value)
 
     cases = {}
+    # TensorFlow leaves XLA off on a CPU by default; each keras_seq model is timed both ways.
+    xla = keras.backend.backend() == "tensorflow"
 
     def add(group, name, made, reference, tokens=None):
         step, parameters = made
         cases[name] = (step, parameters, group, reference, tokens)
+
+    def add_keras(group, name, make, reference):
+        """A Keras case, and on TensorFlow the same model with `jit_compile=True` (`+XLA`)."""
+        add(group, name, make("auto"), reference)
+        if xla:
+            add(group, f"{name} +XLA", make(True), reference)
 
     batch, time_steps = (8, 20) if settings.quick else (64, 100)
     x, x_t = arrays(batch, time_steps, 32)
@@ -260,12 +279,17 @@ def build_cases(settings, log):
     group = f"LSTM B{batch}×T{time_steps}×32→128"
     ref = "torch.nn.LSTM"
     add(group, ref, _torch_step(torch, LastState(32, 128), (x_t,), y_t), ref)
-    for label, layer in (
-        ("CECLSTM forget", layers.CECLSTM(128, forget_gate=True)),
-        ("CECLSTM 1997", layers.CECLSTM(128)),
-        ("keras LSTM", keras.layers.LSTM(128)),
+    for label, make_layer in (
+        ("CECLSTM forget", lambda: layers.CECLSTM(128, forget_gate=True)),
+        ("CECLSTM 1997", lambda: layers.CECLSTM(128)),
+        ("keras LSTM", lambda: keras.layers.LSTM(128)),
     ):
-        add(group, label, keras_recurrent(keras, layer, x, y), ref)
+        add_keras(
+            group,
+            label,
+            lambda jit, make_layer=make_layer: keras_recurrent(keras, make_layer, x, y, jit),
+            ref,
+        )
 
     d = 256
     for length in settings.lengths:
@@ -275,14 +299,19 @@ def build_cases(settings, log):
         group = f"encoder block B8×L{length}×{d}"
         ref = f"torch encoder L{length}"
         add(group, ref, _torch_step(torch, Encoder(d), (x_t,), y_t), ref)
-        add(group, f"TransformerEncoderBlock L{length}", keras_encoder(keras, x, y), ref)
+        add_keras(
+            group,
+            f"TransformerEncoderBlock L{length}",
+            lambda jit, x=x, y=y: keras_encoder(keras, x, y, jit),
+            ref,
+        )
         group = f"decoder block B8×L{length}×{d}"
         ref = f"torch decoder L{length}"
         add(group, ref, _torch_step(torch, Decoder(d), (x_t, memory_t), y_t), ref)
-        add(
+        add_keras(
             group,
             f"TransformerDecoderBlock L{length}",
-            keras_decoder(keras, x, memory, y),
+            lambda jit, x=x, memory=memory, y=y: keras_decoder(keras, x, memory, y, jit),
             ref,
         )
 
@@ -292,7 +321,12 @@ def build_cases(settings, log):
     group = "Bahdanau B64, S50, 128"
     ref = "torch additive"
     add(group, ref, _torch_step(torch, AttentionHead(128), (query_t, values_t), y_t), ref)
-    add(group, "BahdanauAttention", keras_bahdanau(keras, query, values, y), ref)
+    add_keras(
+        group,
+        "BahdanauAttention",
+        lambda jit: keras_bahdanau(keras, query, values, y, jit),
+        ref,
+    )
 
     vocab, source_length, length = 1000, 30, 30
     source = rng.integers(3, vocab, size=(64, source_length)).astype("int32")

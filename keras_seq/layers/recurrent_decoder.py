@@ -427,7 +427,7 @@ class RecurrentDecoder(keras.layers.Layer):
             layer = self.attention_layer
             projected_query = ops.matmul(query, ops.cast(layer.query_projection, query.dtype))
             scores = additive_score(  # (batch, S)
-                ops.expand_dims(projected_query, 1), keys, layer.score_vector
+                ops.expand_dims(projected_query, 1), keys, layer.score_vector, in_loop=True
             )[:, 0, :]
         else:  # dot: h_tᵀ h̄_s;  general: h_tᵀ (W_a h̄_s)
             scores = ops.sum(ops.expand_dims(query, 1) * keys, axis=-1)  # (batch, S)

@@ -3,8 +3,8 @@
     keras-seq ui [--host H] [--port P] [--runs DIR] [--auth USER:PASS] [--memory-budget SIZE]
                  [--data-dir DIR ...] [--max-upload-mb MB]
     keras-seq train SPEC [--runs DIR] [--name N] [--set FIELD=VALUE ...] [--memory-budget SIZE]
-    keras-seq sweep SPEC [--executor local|ray] [--address ADDR] [--num-cpus N] [--runs DIR]
-                         [--memory-budget SIZE]
+    keras-seq sweep SPEC [--executor local|ray] [--address ADDR] [--num-cpus N]
+                         [--storage URI] [--runs DIR] [--memory-budget SIZE]
     keras-seq runs [--runs DIR] [--status S] [--sweep ID] [--tag TAG] [--archived]
                    [--compare ID ...] [--csv FILE]
     keras-seq runs --rename RUN NAME | --add-tag RUN TAG... | --remove-tag RUN TAG...
@@ -393,8 +393,10 @@ def _run_train(args: argparse.Namespace) -> int:
 
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui import engine
+    from builder_ui.engine import devices
     from builder_ui.engine.progress import TerminalProgress
 
+    devices.select_backend(spec.train)  # before Keras loads: its backend is fixed then
     with open_store(args.runs) as store:
         try:
             record = engine.run(spec, store=store, callbacks=[TerminalProgress()])
@@ -443,6 +445,12 @@ def _configure_sweep(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="ray: CPUs of the local Ray instance it starts (default: all)",
     )
+    parser.add_argument(
+        "--storage",
+        metavar="URI",
+        help="ray: send the trials' checkpoints and files through this pyarrow.fs URI "
+        "(s3://bucket/prefix, gs://..., file:///shared/dir) instead of Ray's object store",
+    )
     _add_runs_argument(parser)
     _add_set_argument(parser)
     _add_memory_budget_argument(parser)
@@ -460,14 +468,17 @@ def _positive_int(value: str) -> int:
 
 def _run_sweep(args: argparse.Namespace) -> int:
     """Run every trial; print a table of the trials (what differs, their metrics)."""
-    if args.executor != "ray" and (args.address is not None or args.num_cpus is not None):
-        raise InputError("--address and --num-cpus are for --executor ray")
+    if args.executor != "ray" and any(
+        value is not None for value in (args.address, args.num_cpus, args.storage)
+    ):
+        raise InputError("--address, --num-cpus and --storage are for --executor ray")
     _pass_memory_budget(args)
     spec = load_spec_argument(args)
 
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.engine import executors
     from builder_ui.engine.progress import TerminalProgress
+    from builder_ui.engine.storage import StorageError
     from builder_ui.results import compare
 
     with open_store(args.runs) as store:
@@ -480,9 +491,12 @@ def _run_sweep(args: argparse.Namespace) -> int:
                 address=args.address,
                 num_cpus=args.num_cpus,
                 callbacks=[TerminalProgress()],
+                storage=args.storage,
             )
         except executors.ExecutorError as error:
             raise InputError(str(error)) from None
+        except StorageError as error:
+            raise InputError(f"--storage {args.storage}: {error}") from None
         except KeyboardInterrupt:
             for sweep_id in {record.sweep_id for record in store.list_runs()} - earlier:
                 print(
@@ -848,6 +862,8 @@ def _run_resume(args: argparse.Namespace) -> int:
         if not store.exists(args.run) and store.list_runs(sweep_id=args.run):
             return _resume_sweep(args, store)
         seen = _checkpoint_log(store, args.run) if store.exists(args.run) else ""
+        if store.exists(args.run):
+            _select_stored_backend(store.get(args.run, history=False).spec)
         try:
             record = engine.run(
                 None, store=store, run_id=args.run, resume=True, callbacks=[TerminalProgress()]
@@ -861,6 +877,19 @@ def _run_resume(args: argparse.Namespace) -> int:
                 _print_checkpoint_notes(store, args.run, seen)
     _print_record(record)
     return EXIT_OK if record.status == "done" else EXIT_RUN_NOT_DONE
+
+
+def _select_stored_backend(document) -> None:
+    """Start Keras on a stored run's `train.backend` (an unreadable spec: `engine.run` says)."""
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.builders import load_spec
+    from builder_ui.engine import devices
+    from builder_ui.specs import SpecError
+
+    try:
+        devices.select_backend(load_spec(document).train)
+    except SpecError:
+        pass
 
 
 # --- keras-seq schema and validate ----------------------------------------------------------------

@@ -58,8 +58,8 @@ class Prepared:
         """Seed everything with `spec.train.seed`, build the model and compile it.
 
         Call inside a distribution strategy scope, after setting the dtype
-        policy, when those are wanted. The optimiser, learning rate and
-        clipnorm come from `spec.train`.
+        policy, when those are wanted. The optimiser, learning rate,
+        clipnorm and XLA compilation (`jit_compile`) come from `spec.train`.
         """
         # Not at module level: validating a spec must not load Keras.
         import keras
@@ -70,7 +70,11 @@ class Prepared:
         model = self.builder.build(self.spec.model, self.task)
         args = self.builder.compile_args(self.spec.model, self.task)
         args["loss"] = with_label_smoothing(args["loss"], self.spec.train.label_smoothing)
-        model.compile(optimizer=make_optimizer(self.spec.train, self.learning_rate()), **args)
+        model.compile(
+            optimizer=make_optimizer(self.spec.train, self.learning_rate()),
+            jit_compile=self.spec.train.jit_compile,
+            **args,
+        )
         return model
 
     @property

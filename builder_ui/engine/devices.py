@@ -14,17 +14,26 @@
   backend only.
 - `seed_everything(seed)` seeds Python, NumPy and the backend, so a CPU run
   with the same spec gives the same history.
+- `select_backend(spec)` makes a spec's `train.backend` the Keras backend of
+  this process, before Keras is imported (Keras fixes its backend at its
+  first import, from `KERAS_BACKEND`); `backend_environment` is the same for
+  a child process (the app's training processes, Ray workers), and
+  `check_backend` refuses a run whose process runs another backend.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 DISTRIBUTIONS = (None, "mirrored")
+BACKENDS = ("tensorflow", "jax", "torch")
 
 
 class DeviceError(ValueError):
@@ -159,9 +168,69 @@ def check_precision(mode: str | None, device: DeviceInfo) -> None:
         )
 
 
-def check_setup(train: Any, backend: str | None = None) -> None:
-    """Check a spec's `train` section against this machine: distribution and precision."""
+def wanted_backend(train: Any) -> str | None:
+    """The backend a spec's `train` section asks for, or None (`auto`: this process's)."""
+    backend = getattr(train, "backend", "auto")
+    return None if backend == "auto" else backend
+
+
+def loaded_backend() -> str | None:
+    """The Keras backend of this process if Keras is imported, else None (not chosen yet)."""
+    keras = sys.modules.get("keras")
+    return None if keras is None else keras.backend.backend()
+
+
+def select_backend(train: Any) -> None:
+    """Make `train.backend` this process's Keras backend, before Keras is imported.
+
+    `auto` leaves `KERAS_BACKEND` as it is. Raises a `DeviceError` naming
+    `train.backend` when Keras is already loaded on another backend.
+    """
+    wanted = wanted_backend(train)
+    if wanted is None:
+        return
+    loaded = loaded_backend()
+    if loaded is None:
+        os.environ["KERAS_BACKEND"] = wanted
+    else:
+        check_backend(train, loaded)
+
+
+def backend_environment(train: Any) -> dict[str, str]:
+    """Environment variables that give a child process `train.backend` (empty for `auto`)."""
+    wanted = wanted_backend(train)
+    return {} if wanted is None else {"KERAS_BACKEND": wanted}
+
+
+def check_backend(train: Any, backend: str | None = None) -> None:
+    """Raise a `DeviceError` naming `train.backend` if this process runs another backend."""
+    wanted = wanted_backend(train)
     backend = backend or current_backend()
+    if wanted is not None and wanted != backend:
+        raise DeviceError(
+            "train.backend",
+            f"{wanted!r} asked, but this process already runs Keras on {backend!r} (Keras "
+            "fixes its backend when it is first imported); run it from `keras-seq train`, "
+            f"the app or a sweep, which start it on {wanted!r}, or set KERAS_BACKEND={wanted} "
+            "before importing Keras",
+        )
+
+
+def check_setup(train: Any, backend: str | None = None) -> None:
+    """Check a spec's `train` section against this machine: distribution and precision on
+    the backend it asks for (`train.backend`, installed here), else on `backend`.
+
+    Whether this process runs that backend is `check_backend`'s question, asked when the
+    run starts: a sweep's driver checks trials that its workers train on their backend.
+    """
+    wanted = wanted_backend(train)
+    if wanted is not None and importlib.util.find_spec(wanted) is None:
+        raise DeviceError(
+            "train.backend",
+            f"{wanted!r} is not installed here (pip install {wanted}); use 'auto' or one of "
+            f"{[name for name in BACKENDS if importlib.util.find_spec(name) is not None]}",
+        )
+    backend = wanted or backend or current_backend()
     check_distribution(train.distribution, backend)
     check_precision(train.mixed_precision, detect(backend))
 

@@ -50,7 +50,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from builder_ui.builders import load_spec, sweeps
-from builder_ui.engine import interrupts, remote, search, train, tune_search
+from builder_ui.engine import devices, interrupts, remote, search, train, tune_search
+from builder_ui.engine import storage as transfer
 from builder_ui.engine.store import RunRecord, RunStore
 from builder_ui.specs import SpecError, shown
 
@@ -149,6 +150,7 @@ def run_sweep(
     num_cpus: int | None = None,
     sweep_id: str | None = None,
     cancel: Any = None,
+    storage: str | None = None,
 ) -> SweepResult:
     """Run every trial of a spec's sweep into `store`; see the module docstring.
 
@@ -172,6 +174,10 @@ def run_sweep(
         cancel: `local` only: a `threading.Event`; when set, the running trial
             stops after its current batch and the trials not started yet are
             marked `cancelled`.
+        storage: `ray` only: a `pyarrow.fs` URI (`s3://bucket/prefix`,
+            `file:///shared/dir`) through which the trials send their
+            checkpoints and files instead of by value through Ray's object
+            store (`builder_ui.engine.storage`); checked before any run is made.
 
     Returns:
         A `SweepResult`: the sweep id and each trial's final `RunRecord`.
@@ -179,6 +185,7 @@ def run_sweep(
     Raises:
         SpecError: A trial is invalid; nothing is written to the store.
         ValueError: An unknown executor, or an option the executor does not take.
+        StorageError: The storage URI cannot be written (a `ValueError`).
         ExecutorError: Ray is not installed, or the cluster cannot be reached.
     """
 
@@ -188,7 +195,7 @@ def run_sweep(
             f"{list(EXECUTORS)}, got {executor!r}."
         )
     if executor != "ray":
-        for option, value in (("address", address), ("num_cpus", num_cpus)):
+        for option, value in (("address", address), ("num_cpus", num_cpus), ("storage", storage)):
             if value is not None:
                 raise ValueError(
                     f"Received an invalid value for argument `{option}`: it is for the 'ray' "
@@ -208,20 +215,23 @@ def run_sweep(
         )
     ray = _import_ray() if executor == "ray" else None  # fail before any work
     spec = load_spec(spec)
+    storage = transfer.check(storage)
     smart = search.needs_search(spec.sweep)
     sweep_id = sweep_id or sweeps.sweep_id(spec)
     if smart and executor == "ray":
-        records = _run_ray_search(ray, spec, store, sweep_id, callbacks, address, num_cpus)
+        records = _run_ray_search(ray, spec, store, sweep_id, callbacks, address, num_cpus, storage)
         return SweepResult(sweep_id, tuple(records))
     if smart and spec.sweep.method == "bayes":
         return SweepResult(sweep_id, tuple(_run_bayes(spec, store, sweep_id, callbacks, cancel)))
+    if executor == "local":  # before the checks below load Keras
+        _select_one_backend([trial.spec for trial in sweeps.trials(spec)])
     trial_specs = plan_sweep(spec)
     study = _search(spec, trial_specs[0]) if smart else None  # Optuna missing: nothing written
     run_ids = [store.create_run(trial, sweep_id=sweep_id) for trial in trial_specs]
     if executor == "local":
         records = _run_local(store, run_ids, callbacks, cancel, study)
     else:
-        records = _run_ray(ray, store, run_ids, callbacks, address, num_cpus)
+        records = _run_ray(ray, store, run_ids, callbacks, address, num_cpus, storage)
     return SweepResult(sweep_id, tuple(records))
 
 
@@ -261,6 +271,7 @@ def _run_local(store, run_ids, callbacks, cancel, study=None) -> list[RunRecord]
 def _run_bayes(spec, store, sweep_id, callbacks, cancel) -> list[RunRecord]:
     """`method: bayes`: each trial chosen by the study from the results so far, then trained."""
     candidates = sweeps.trials(spec)  # every combination it may choose, validated
+    _select_one_backend([candidate.spec for candidate in candidates])
     study = _search(spec, candidates[0].spec)
     run_ids = []
     with interrupts.remembered():
@@ -300,6 +311,7 @@ def resume_sweep(store: RunStore, sweep_id: str, *, callbacks: Sequence[Any] = (
         ValueError: No such sweep, a trial still running, or nothing left to run.
     """
     left = store.remaining_trials(sweep_id)
+    _select_one_backend([load_spec(record.spec) for record in left])
     with interrupts.remembered():
         for record in left:
             interrupts.raise_if_pressed()
@@ -307,6 +319,21 @@ def resume_sweep(store: RunStore, sweep_id: str, *, callbacks: Sequence[Any] = (
             train.run(None, store=store, run_id=record.id, resume=resume, callbacks=callbacks)
     records = store.list_runs(sweep_id=sweep_id, history=True)
     return SweepResult(sweep_id, tuple(records))
+
+
+def _select_one_backend(trial_specs: Sequence[Any]) -> None:
+    """Start Keras on the trials' `train.backend`: one for all, as they train in this process."""
+    wanted = sorted({devices.wanted_backend(trial.train) or "auto" for trial in trial_specs})
+    if len(wanted) > 1:
+        raise SpecError(
+            f"train.backend: the trials of a local sweep train in one process, on one Keras "
+            f"backend, but these ask for {wanted}; run the sweep with the 'ray' executor "
+            "(each trial in its own worker) or one sweep per backend"
+        )
+    try:
+        devices.select_backend(trial_specs[0].train)
+    except devices.DeviceError as error:
+        raise SpecError(str(error)) from None
 
 
 def _cancel_queued(store: RunStore, run_ids: Sequence[str]) -> None:
@@ -379,17 +406,24 @@ def _ray_session(ray, address, num_cpus):
             ray.shutdown()
 
 
-def _run_ray(ray, store, run_ids, callbacks, address, num_cpus) -> list[RunRecord]:
+def _run_ray(ray, store, run_ids, callbacks, address, num_cpus, storage) -> list[RunRecord]:
     _, progress = _split_progress(callbacks)
     with _ray_session(ray, address, num_cpus) as (channel, request):
         task = ray.remote(max_retries=0, **request)(remote.run_trial)
-        mirror = remote.Mirror(store)
+        mirror = remote.Mirror(store, storage)
         cwd = os.getcwd()
         pending = {}
         for run_id in run_ids:
             record = store.get(run_id, history=False)
             data = remote.data_file(record.spec, cwd)
-            pending[task.remote(record.spec, run_id, data, channel)] = run_id
+            # Ray keeps a pool of worker processes per runtime environment: a trial whose
+            # `train.backend` differs gets workers started on it (Keras fixes it at import).
+            backend = devices.backend_environment(load_spec(record.spec).train)
+            options = {"runtime_env": {"env_vars": {**_worker_env(), **backend}}} if backend else {}
+            ref = task.options(**options).remote(
+                record.spec, run_id, data, channel, storage_uri=storage
+            )
+            pending[ref] = run_id
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=RAY_POLL_S)
             _drain(channel, mirror)
@@ -409,7 +443,9 @@ def _run_ray(ray, store, run_ids, callbacks, address, num_cpus) -> list[RunRecor
     return [store.get(run_id) for run_id in run_ids]
 
 
-def _run_ray_search(ray, spec, store, sweep_id, callbacks, address, num_cpus) -> list[RunRecord]:
+def _run_ray_search(
+    ray, spec, store, sweep_id, callbacks, address, num_cpus, storage
+) -> list[RunRecord]:
     """`bayes` or a scheduler on Ray: Ray Tune's OptunaSearch and ASHAScheduler."""
     _, progress = _split_progress(callbacks)
     try:
@@ -432,6 +468,7 @@ def _run_ray_search(ray, spec, store, sweep_id, callbacks, address, num_cpus) ->
             request=request,
             progress=progress,
             cwd=os.getcwd(),
+            storage=storage,
         )
 
 

@@ -64,6 +64,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from builder_ui.builders import load_spec
+from builder_ui.engine import devices
 from builder_ui.engine.progress import TRAINING, WAITING, ProgressBoard
 from builder_ui.engine.queued_search import QueuedSearch
 from builder_ui.engine.slots import detect_slots, slot_environment
@@ -378,6 +380,7 @@ class JobQueue:
     def _train_in_process(
         self, job: Job, process: TrainingProcess, prune=None
     ) -> tuple[str, str | None]:
+        spec = load_spec(self.store.get(job.run_id, history=False).spec)
         state, error = process.train(
             job.run_id,
             job.cancel,
@@ -385,6 +388,7 @@ class JobQueue:
             resume=job.resume,
             interrupt=job.interrupt,
             prune=prune,
+            run_env=devices.backend_environment(spec.train),  # its `train.backend`
         )
         if state != "lost":
             return state, error

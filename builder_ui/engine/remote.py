@@ -35,6 +35,11 @@ What crosses the network, through Ray only:
   directory (the model, the vocabularies, TensorBoard logs, a traceback), by
   value, through Ray's object store.
 
+With a storage URI (`storage_uri`, `keras-seq sweep --storage`) the files of
+the checkpoints and of the result travel under that URI instead, and the
+messages carry their names (`builder_ui.engine.storage`); the driver reads
+them into its store and deletes them there.
+
 A worker that dies mid-trial (killed, out of memory, its node lost) leaves
 the trial `interrupted` in the driver's store with the epochs and the
 checkpoint it streamed, so `keras-seq resume SWEEP` continues it from its
@@ -52,7 +57,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from builder_ui.engine import train
+from builder_ui.engine import storage, train
 from builder_ui.engine.store import RunStore
 from builder_ui.specs import SpecError
 
@@ -102,6 +107,7 @@ def run_trial(
     *,
     report: Callable[[int, dict[str, Any]], None] | None = None,
     by_channel: bool = False,
+    storage_uri: str | None = None,
 ) -> dict[str, Any] | None:
     """The body of one Ray task: train `spec` as run `run_id` in a scratch directory.
 
@@ -115,10 +121,13 @@ def run_trial(
         by_channel: Send the result as a last `result` message instead of
             returning it (a Ray Tune trial's return value does not reach the
             driver).
+        storage_uri: Where the checkpoints and the run's files go
+            (`builder_ui.engine.storage`); None: by value, in the messages.
 
     Returns:
         The result (`trial_result`): the final record's fields, the history
-        and every file of the run's directory, by value; None `by_channel`.
+        and every file of the run's directory (or their names under
+        `storage_uri`); None `by_channel`.
     """
     remove_abandoned_scratch()
     scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
@@ -133,12 +142,12 @@ def run_trial(
             spec["task"] = {**spec["task"], "path": str(local_file)}
         with RunStore(scratch / STORE_DIR) as store:
             store.create_run(spec, run_id=run_id)
-            streamer = _streamer(store, run_id, channel, report)
+            streamer = _streamer(store, run_id, channel, report, storage_uri)
             try:
                 record = train.run(None, store=store, run_id=run_id, callbacks=[streamer])
             except SpecError:
                 record = store.get(run_id)  # a data check failed on the worker: run `failed`
-            result = trial_result(store, record)
+            result = trial_result(store, record, storage_uri)
         if not by_channel:
             return result
         channel.put({"run_id": run_id, "kind": "result", "result": result})
@@ -178,7 +187,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _streamer(store: RunStore, run_id: str, channel: Any, report: Any = None) -> Any:
+def _streamer(
+    store: RunStore, run_id: str, channel: Any, report: Any = None, storage_uri: str | None = None
+) -> Any:
     """A Keras callback that sends `start`, then each recorded epoch with its checkpoint."""
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
@@ -210,7 +221,12 @@ def _streamer(store: RunStore, run_id: str, channel: Any, report: Any = None) ->
                     "metrics": dict(row.metrics),
                     "time": row.time,
                     "seconds": row.seconds,
-                    "checkpoint": _files(store.artifact_dir(run_id) / train.BACKUP_DIR),
+                    "checkpoint": storage.ship(
+                        _files(store.artifact_dir(run_id) / train.BACKUP_DIR),
+                        storage_uri,
+                        run_id,
+                        f"epoch-{row.epoch}",
+                    ),
                 }
             )
             if report is not None:
@@ -222,8 +238,9 @@ def _streamer(store: RunStore, run_id: str, channel: Any, report: Any = None) ->
     return Streamer()
 
 
-def trial_result(store: RunStore, record: Any) -> dict[str, Any]:
-    """What a finished trial sends back: its record, history and run directory's files."""
+def trial_result(store: RunStore, record: Any, storage_uri: str | None = None) -> dict[str, Any]:
+    """What a finished trial sends back: its record, history and run directory's files
+    (by value, or under `storage_uri`: `storage.ship`)."""
     directory = store.artifact_dir(record.id)
     prefix = f"{record.id}/"
     return {
@@ -244,7 +261,8 @@ def trial_result(store: RunStore, record: Any) -> dict[str, Any]:
         ],
         # Artifact paths relative to the run's directory.
         "artifacts": {name: path.removeprefix(prefix) for name, path in record.artifacts.items()},
-        "files": _files(directory),
+        # The run directory's files (`storage.ship`: by value, or their names under the URI).
+        "directory": storage.ship(_files(directory), storage_uri, record.id, "result"),
     }
 
 
@@ -268,16 +286,21 @@ class Mirror:
 
     Args:
         store: The driver's `RunStore`, where the runs were created `queued`.
+        storage_uri: The trials' storage URI, where their files wait to be read
+            (and are deleted once written here); None: files come by value.
     """
 
-    def __init__(self, store: RunStore):
+    def __init__(self, store: RunStore, storage_uri: str | None = None):
         self.store = store
+        self.storage_uri = storage_uri
         self.finished: set[str] = set()
 
     def message(self, message: Mapping[str, Any]) -> None:
         """Apply one `start` or `epoch` message (late ones for a finished run are dropped)."""
         run_id = message["run_id"]
         if run_id in self.finished:
+            if message["kind"] == "epoch":
+                storage.release(message["checkpoint"])  # sent after the trial's end was seen
             return
         if message["kind"] == "result":
             self.result(run_id, message["result"])
@@ -285,7 +308,8 @@ class Mirror:
             self._running(run_id, message["info"])
         elif message["kind"] == "epoch":
             self._running(run_id, {})
-            self._write_directory(run_id, train.BACKUP_DIR, message["checkpoint"])
+            checkpoint = message["checkpoint"]
+            self._write_directory(run_id, train.BACKUP_DIR, storage.receive(checkpoint))
             self.store.append_epoch(
                 run_id,
                 message["epoch"],
@@ -293,12 +317,14 @@ class Mirror:
                 seconds=message["seconds"],
                 time_=message["time"],
             )
+            storage.release(checkpoint)
 
     def result(self, run_id: str, result: Mapping[str, Any]) -> None:
         """Write a trial's files and history, then give the run its final record."""
         self._running(run_id, {})
         directory = self.store.artifact_dir(run_id)
-        for relative, content in result["files"].items():
+        files = storage.receive(result["directory"])
+        for relative, content in files.items():
             _write_file(directory / relative, content)
         for row in result["history"]:
             self.store.append_epoch(
@@ -307,7 +333,7 @@ class Mirror:
         for name, relative in result["artifacts"].items():
             self.store.set_artifact(run_id, name, directory / relative)
         if result["status"] != "interrupted" and train.BACKUP_DIR not in {
-            Path(relative).parts[0] for relative in result["files"]
+            Path(relative).parts[0] for relative in files
         }:
             shutil.rmtree(directory / train.BACKUP_DIR, ignore_errors=True)
         fields = {field: result[field] for field in RESULT_FIELDS if result[field] is not None}
@@ -320,11 +346,11 @@ class Mirror:
             error=result["error"],
             **fields,
         )
-        self.finished.add(run_id)
+        self._ended(run_id)
 
     def lost(self, run_id: str, error: BaseException, sweep_id: str | None) -> None:
         """A trial whose worker died: `interrupted` with what it streamed, or still `queued`."""
-        self.finished.add(run_id)
+        self._ended(run_id)
         record = self.store.get(run_id, history=True)
         if record.status != "running":
             return  # never started: it stays queued, and resuming the sweep trains it
@@ -342,7 +368,7 @@ class Mirror:
 
     def pruned(self, run_id: str) -> None:
         """A trial a scheduler stopped (Ray Tune's): `pruned`, its last epoch's metrics kept."""
-        self.finished.add(run_id)
+        self._ended(run_id)
         record = self.store.get(run_id, history=True)
         if record.status not in ("queued", "running"):
             return
@@ -360,7 +386,7 @@ class Mirror:
 
     def failed(self, run_id: str, error: BaseException) -> None:
         """A trial whose task raised: `failed` with the error, unless it already ended."""
-        self.finished.add(run_id)
+        self._ended(run_id)
         record = self.store.get(run_id, history=False)
         if record.status not in ("queued", "running", "interrupted"):
             return
@@ -373,6 +399,11 @@ class Mirror:
             error=f"The Ray task failed: {type(error).__name__}: "
             f"{lines[-1] if lines else 'no message'}",
         )
+
+    def _ended(self, run_id: str) -> None:
+        """No more messages of this trial count; what it left under the storage URI goes."""
+        self.finished.add(run_id)
+        storage.release_run(self.storage_uri, run_id)
 
     def _running(self, run_id: str, info: Mapping[str, Any]) -> None:
         record = self.store.get(run_id, history=False)

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from builder_ui.builders import load_spec, sweeps
-from builder_ui.engine import remote, train
+from builder_ui.engine import devices, remote, train
 from builder_ui.engine.search import import_optuna
 from builder_ui.engine.store import RunRecord, RunStore
 
@@ -95,7 +95,7 @@ def parameter_values(
     return values
 
 
-def _trainable(config, *, spec_document, planned, sweep_id, data, channel, metric):
+def _trainable(config, *, spec_document, planned, sweep_id, data, channel, metric, storage):
     """One Tune trial: the remote trial of its values, reporting `metric` after each epoch."""
     from ray import tune  # Ray is optional; a worker has it, as its driver does
 
@@ -108,8 +108,18 @@ def _trainable(config, *, spec_document, planned, sweep_id, data, channel, metri
         value = metrics.get(metric)
         tune.report({metric: value, "epoch": epoch} if value is not None else {"epoch": epoch})
 
+    # A Tune trial runs in an actor process of its own, Keras not loaded yet: its backend.
+    devices.select_backend(load_spec(trial_spec).train)
     path = trial_spec.get("task", {}).get("path")
-    remote.run_trial(trial_spec, run_id, data.get(path), channel, report=report, by_channel=True)
+    remote.run_trial(
+        trial_spec,
+        run_id,
+        data.get(path),
+        channel,
+        report=report,
+        by_channel=True,
+        storage_uri=storage,
+    )
 
 
 def run_id_of(sweep_id: str, trial_id: str) -> str:
@@ -128,6 +138,7 @@ def run_tune_sweep(
     request: dict[str, int],
     progress: Sequence[Any] = (),
     cwd: str,
+    storage: str | None = None,
 ) -> list[RunRecord]:
     """Run a `bayes` or scheduled sweep with Ray Tune on the Ray instance `ray` is connected to.
 
@@ -143,6 +154,7 @@ def run_tune_sweep(
         request: Each trial's resources (`{"num_cpus": 1}` or `{"num_gpus": 1}`).
         progress: Progress callbacks; each gets `on_run_end(record)` as a trial ends.
         cwd: The directory relative data paths are read from.
+        storage: The trials' storage URI (`builder_ui.engine.storage`), or None.
 
     Returns:
         The trials' final records, in the order Tune started them.
@@ -188,7 +200,7 @@ def run_tune_sweep(
         if isinstance(path, str) and path not in data:
             data[path] = remote.data_file(document, cwd)
 
-    callback = _store_callback(tune, spec, planned, store, sweep_id, channel, progress)
+    callback = _store_callback(tune, spec, planned, store, sweep_id, channel, progress, storage)
     trainable = tune.with_parameters(
         _trainable,
         spec_document=spec.to_dict(),
@@ -197,6 +209,7 @@ def run_tune_sweep(
         data=data,
         channel=channel,
         metric=metric,
+        storage=storage,
     )
     resources = {"gpu": request["num_gpus"]} if "num_gpus" in request else {"cpu": 1}
     directory = tempfile.mkdtemp(prefix="keras-seq-tune-")
@@ -222,7 +235,7 @@ def run_tune_sweep(
     return [store.get(run_id) for run_id in callback.run_ids]
 
 
-def _store_callback(tune, spec, planned, store, sweep_id, channel, progress):
+def _store_callback(tune, spec, planned, store, sweep_id, channel, progress, storage):
     """A `tune.Callback` that keeps the driver's store: runs created, epochs and ends written.
 
     Tune pickles its run config (callbacks included) into its experiment state; the store,
@@ -231,7 +244,7 @@ def _store_callback(tune, spec, planned, store, sweep_id, channel, progress):
     """
 
     class StoreCallback(tune.Callback):
-        def __init__(self, spec, planned, store, sweep_id, channel, progress):
+        def __init__(self, spec, planned, store, sweep_id, channel, progress, storage):
             self.sweep_id = sweep_id
             self.live = {
                 "spec": spec,
@@ -239,7 +252,7 @@ def _store_callback(tune, spec, planned, store, sweep_id, channel, progress):
                 "store": store,
                 "channel": channel,
                 "progress": list(progress),
-                "mirror": remote.Mirror(store),
+                "mirror": remote.Mirror(store, storage),
             }
             self.run_ids: list[str] = []
             self.waiting: dict[str, list[dict]] = {}  # messages of runs not created yet
@@ -292,7 +305,7 @@ def _store_callback(tune, spec, planned, store, sweep_id, channel, progress):
             for callback in self.live["progress"]:
                 callback.on_run_end(record)
 
-    return StoreCallback(spec, planned, store, sweep_id, channel, progress)
+    return StoreCallback(spec, planned, store, sweep_id, channel, progress, storage)
 
 
 __all__ = ["TUNE_INSTALL_HINT", "import_tune", "parameter_values", "run_tune_sweep"]

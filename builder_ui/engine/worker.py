@@ -61,6 +61,7 @@ class TrainingProcess:
         self.store_dir = str(store_dir)
         self.env = dict(env)
         self.name = name
+        self.run_env: dict[str, str] = {}  # what the current process has on top of `env`
         self.process: subprocess.Popen | None = None
         self._messages: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
@@ -72,13 +73,22 @@ class TrainingProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def start(self) -> None:
-        """Start the process now (it loads Keras), unless it is running."""
+    def start(self, run_env: Mapping[str, str] | None = None) -> None:
+        """Start the process now (it loads Keras), unless it is running.
+
+        `run_env`: variables a run needs on top of the slot's (`KERAS_BACKEND`
+        from its `train.backend`); a running process started without exactly
+        these is stopped and a new one started (the backend is fixed once
+        Keras is loaded). None: whatever the running process has.
+        """
+        if run_env is not None and dict(run_env) != self.run_env:
+            self.stop()
+            self.run_env = dict(run_env)
         with self._lock:
             if self.alive():
                 return
             env = dict(os.environ)
-            for key, value in self.env.items():
+            for key, value in {**self.env, **self.run_env}.items():
                 if value is None:
                     env.pop(key, None)
                 else:
@@ -115,8 +125,11 @@ class TrainingProcess:
         resume: bool = False,
         interrupt: threading.Event | None = None,
         prune=None,
+        run_env: Mapping[str, str] | None = None,
     ) -> tuple[str, str | None]:
         """Train run `run_id` (continue it, with `resume`); report via `on_message(kind, payload)`.
+
+        `run_env`: see `start` (a process on another backend is replaced first).
 
         Setting `cancel` ends the run `cancelled`; setting `interrupt` ends it
         `interrupted` (resumable). `prune(epoch, logs) -> bool`, when given, is
@@ -126,7 +139,7 @@ class TrainingProcess:
             `(status, error)` from the engine, or `("lost", message)` if the
             process ended before the run did.
         """
-        self.start()
+        self.start({} if run_env is None else run_env)
         self._send({"run": run_id, "resume": resume, "prune": prune is not None})
         cancel_sent = interrupt_sent = False
         while True:

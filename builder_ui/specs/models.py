@@ -218,6 +218,16 @@ class TrainSpec(StrictModel):
             it; accuracy and BLEU do not change with it.
         clipnorm: Clip each gradient to this norm; null for no clipping.
         seed: Seeds Python, NumPy and the backend before the model is built.
+        backend: The Keras backend the run trains on: `auto` (the process's,
+            `KERAS_BACKEND`, TensorFlow by default), `tensorflow`, `jax` or
+            `torch`. `keras-seq train`, the app and sweeps start the run's
+            process on it. Which is fastest depends on the model and the CPU
+            (docs/benchmarks.md, "Which Keras backend on a CPU").
+        jit_compile: Compile the training step with XLA: `auto` (Keras's
+            rule: on with JAX, and with TensorFlow on a GPU), `true` or
+            `false`. On a CPU under TensorFlow, `true` was measured a little
+            faster for short Transformer blocks and slower for the rest
+            (docs/benchmarks.md); a model XLA cannot compile fails its first step.
         mixed_precision: `auto` (mixed float16 on a GPU, float32 on a CPU),
             `float32`, `mixed_float16` or `mixed_bfloat16`.
         early_stopping: Stop early (see `EarlyStoppingSpec`), or null.
@@ -234,6 +244,8 @@ class TrainSpec(StrictModel):
     label_smoothing: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
     clipnorm: PositiveFloat | None = None
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    backend: Literal["auto", "tensorflow", "jax", "torch"] = "auto"
+    jit_compile: Literal["auto", True, False] = "auto"
     mixed_precision: Literal["auto", "float32", "mixed_float16", "mixed_bfloat16"] = "auto"
     early_stopping: EarlyStoppingSpec | None = None
     distribution: Literal["mirrored"] | None = None

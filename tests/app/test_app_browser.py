@@ -1,10 +1,10 @@
 """A person's clicks in a real browser: Playwright drives Debian's Chromium against `keras-seq ui`.
 
 Build → Train → Compare, an invalid hyperparameter, bad uploads and two
-sessions training at once, each against a real server (a subprocess) and a
-real run store. Screenshots of each step are saved under
-`tests/artifacts/screenshots/` (or `$KERAS_SEQ_SCREENSHOTS`), kept with the
-test output. No browser is downloaded: the test uses the Chromium that
+sessions training at once (one on another Keras backend, chosen in the form), each
+against a real server (a subprocess) and a real run store. Screenshots of each step
+are saved under `tests/artifacts/screenshots/` (or `$KERAS_SEQ_SCREENSHOTS`), kept
+with the test output. No browser is downloaded: the test uses the Chromium that
 `make browser` installs from Debian (`$KERAS_SEQ_CHROMIUM`, default
 `/usr/bin/chromium`) and is skipped, saying so, when it is missing.
 """
@@ -197,6 +197,10 @@ def test_two_sessions_training_at_once_both_finish_and_both_appear(open_page, se
     first, second = open_page(), open_page()
     build_tiny_spec(first, "session-a")
     build_tiny_spec(second, "session-b")
+    # The second asks for another Keras backend in the form: its run gets a process on it.
+    second.locator("#field-train-backend input").click()
+    second.get_by_role("option", name="jax").first.click()
+    expect(second.locator("#spec-yaml")).to_contain_text("backend: jax")
     for page in (first, second):
         page.get_by_role("tab", name="Train").click()
     started = time.monotonic()
@@ -223,6 +227,9 @@ def test_two_sessions_training_at_once_both_finish_and_both_appear(open_page, se
     with RunStore(server.runs) as store:
         records = store.list_runs(ids=ids)
     assert [r.status for r in records] == ["done", "done"]
+    by_name = {record.name: record for record in records}
+    assert by_name["session-a"].backend == os.environ.get("KERAS_BACKEND", "tensorflow")
+    assert by_name["session-b"].backend == "jax"
     # One slot on this machine: the two runs did not train at the same time.
     later, earlier = sorted(records, key=lambda r: r.started, reverse=True)
     assert later.started >= earlier.finished

@@ -316,8 +316,18 @@ def test_ray_options_need_the_ray_executor(tmp_path, capsys):
     path = write_spec(tmp_path, SWEEP)
     argv = ["sweep", str(path), "--address", "auto", "--runs", str(tmp_path / "runs")]
     assert cli.main(argv) == 2
-    assert "--address and --num-cpus are for --executor ray" in capsys.readouterr().err
+    assert "--address, --num-cpus and --storage are for --executor ray" in capsys.readouterr().err
     assert run_count(tmp_path / "runs") == 0
+
+
+def test_a_storage_uri_that_cannot_be_used_is_refused_naming_it(tmp_path, capsys):
+    pytest.importorskip("ray")
+    path = write_spec(tmp_path, SWEEP)
+    argv = ["sweep", str(path), "--executor", "ray", "--storage", "nope://bucket/runs"]
+    assert cli.main([*argv, "--runs", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert "--storage nope://bucket/runs" in err and "pyarrow cannot open" in err
+    assert not (tmp_path / "runs").exists()
 
 
 def test_runs_without_a_store_says_so_and_creates_nothing(tmp_path, capsys):

@@ -32,6 +32,8 @@ LAZY_ALLOWED = {
     "pandas",
     "matplotlib",
     "ray",
+    # pyarrow comes with the ray extra: the storage URI remote trials send files through.
+    "pyarrow",
     "tensorboard",
     # scipy.stats loads most of SciPy; only the lab's measurements use it.
     "scipy",

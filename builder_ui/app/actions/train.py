@@ -271,6 +271,7 @@ QUEUE_COLUMNS = (
     "loss",
     "metric",
     "device",
+    "backend",
     "precision",
 )
 
@@ -325,6 +326,7 @@ def queue_frame(ctx: AppContext):
                 "device": (record.device if record else None)
                 or (progress.device if progress else "")
                 or "",
+                "backend": (record.backend if record else None) or "",
                 "precision": (record.precision if record else None) or "",
             }
         )
@@ -342,6 +344,7 @@ def queue_frame(ctx: AppContext):
                 "loss": "",
                 "metric": "",
                 "device": record.device or "",
+                "backend": record.backend or "",
                 "precision": record.precision or "",
             }
         )
@@ -509,7 +512,8 @@ def progress_html(ctx: AppContext, run_id: str | None) -> str:
         parts.append(_sweep_line(ctx, record.sweep_id))
     device = record.device or (progress.device if progress else None)
     if device:
-        parts.append(f"on {html.escape(device)} ({html.escape(record.precision or '?')})")
+        setup = ", ".join(x for x in (record.backend, record.precision or "?") if x)
+        parts.append(f"on {html.escape(device)} ({html.escape(setup)})")
     if record.params:
         parts.append(f"{record.params:,} parameters")
     if status in FINAL_STATUSES:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import csv
 import math
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -474,17 +475,18 @@ def test_queued_runs_show_in_the_queue_with_progress_device_and_metric(trained):
     frame = actions.queue_frame(ctx)
     row = frame[frame["id"] == run_id].iloc[0]
     record = ctx.store.get(run_id)
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")  # `auto`: the app's own
     assert (row["status"], row["place"], row["progress"], row["epoch"]) == (
         "done",
         "CPU",
         "100%",
         "2/2",
     )
-    assert (row["device"], row["precision"]) == ("CPU", "float32")
+    assert (row["device"], row["backend"], row["precision"]) == ("CPU", backend, "float32")
     assert row["metric"] == f"val_accuracy {record.history[-1].metrics['val_accuracy']:.4g}"
     bar = actions.progress_html(ctx, run_id)
     assert 'data-status="done"' in bar and "width:100.0%" in bar
-    assert f"{record.params:,} parameters" in bar and "on CPU (float32)" in bar
+    assert f"{record.params:,} parameters" in bar and f"on CPU ({backend}, float32)" in bar
     assert actions.active_run(ctx) == swept.run_ids[-1]
 
 

@@ -67,7 +67,22 @@ def test_executor_options_are_checked_before_anything_runs(tmp_path):
         executors.run_sweep(SWEEP, store=store, executor="dask")
     with pytest.raises(ValueError, match="`address`: it is for the 'ray' executor only"):
         executors.run_sweep(SWEEP, store=store, address="auto")
+    with pytest.raises(ValueError, match="`storage`: it is for the 'ray' executor only"):
+        executors.run_sweep(SWEEP, store=store, storage=str(tmp_path / "bucket"))
     assert store.list_runs() == []
+
+
+def test_a_storage_uri_that_cannot_be_written_is_refused_before_any_run(tmp_path):
+    pytest.importorskip("ray")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("kept")
+    store = RunStore(tmp_path / "runs")
+    uri = (blocker / "bucket").as_uri()
+    with pytest.raises(ValueError, match="`storage`: cannot write under") as raised:
+        executors.run_sweep(SWEEP, store=store, executor="ray", storage=uri)
+    assert repr(uri) in str(raised.value)
+    assert store.list_runs() == [] and not (tmp_path / "runs").exists()
+    assert blocker.read_text() == "kept"
 
 
 def test_missing_ray_names_the_extra_to_install(tmp_path, monkeypatch):
@@ -99,6 +114,19 @@ def test_ray_runs_each_trial_in_a_worker_into_one_store(local_ray, tmp_path):
         assert (store.artifact_dir(record.id) / "model.keras").is_file()
         assert record.device and record.backend and record.params
     assert local_ray.is_initialized()  # an instance started by the caller is left running
+
+
+@pytest.mark.slow
+def test_ray_trains_each_trial_on_its_train_backend(local_ray, tmp_path):
+    # Keras fixes its backend at import; a trial asking for another one than the driver's
+    # gets Ray workers started on it (a runtime environment of its own).
+    store = RunStore(tmp_path / "runs")
+    document = {**SWEEP, "sweep": {"parameters": {"train.backend": ["jax", "torch", "auto"]}}}
+    result = executors.run_sweep(document, store=store, executor="ray")
+    records = store.list_runs(sweep_id=result.sweep_id, history=True)
+    assert [record.status for record in records] == ["done"] * 3, [r.error for r in records]
+    driver = os.environ.get("KERAS_BACKEND", "tensorflow")
+    assert [record.backend for record in records] == ["jax", "torch", driver]
 
 
 @pytest.mark.slow

@@ -313,3 +313,27 @@ def test_a_run_whose_process_dies_is_interrupted_and_the_slot_trains_on(process_
     assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) > before
     with pytest.raises(ValueError, match="only an interrupted run can be resumed"):
         process_queue.resume(after)
+
+
+def test_each_run_trains_on_its_train_backend_in_a_process_started_on_it(process_queue, twins):
+    """`train.backend` per run: the slot's process is replaced only when the backend changes."""
+
+    def on(backend, name):
+        data = copy.deepcopy(TINY)
+        data["name"] = name
+        data["train"]["backend"] = backend
+        return load_spec(data)
+
+    default = os.environ.get("KERAS_BACKEND", "tensorflow")  # the app's: `auto`
+    first, second = [name for name in ("tensorflow", "jax", "torch") if name != default]
+    default_pid = process_queue.store.get(twins[0]).pid
+    ids = process_queue.submit(
+        [on(first, "a"), on(first, "a-again"), on("auto", "back"), on(second, "b")]
+    )
+    assert process_queue.wait(ids, timeout=WAIT_S)
+    records = [process_queue.store.get(run_id) for run_id in ids]
+    assert [r.status for r in records] == ["done"] * 4, [r.error for r in records]
+    assert [r.backend for r in records] == [first, first, default, second]
+    a, a_again, back, b = (r.pid for r in records)
+    assert a == a_again  # the same backend: the same process, kept
+    assert len({default_pid, a, back, b}) == 4  # each change: a new process

@@ -13,7 +13,9 @@ models load; the killed trial is `interrupted`, with the epochs it streamed, and
 `resume_sweep` finishes it here from the checkpoint that came with them; the worker
 node's view of the store's directory is empty afterwards, and its scratch directories
 are gone. The same holds for a TPE+ASHA search through Ray Tune on these nodes, whose other
-trials end `done` or `pruned`.
+trials end `done` or `pruned`; that one sends its files through a storage URI (`--storage`,
+a `file://` directory both nodes see, as a bucket would be) instead of Ray's object store,
+and the URI is empty once the sweep has ended.
 """
 
 from __future__ import annotations
@@ -227,7 +229,7 @@ def _kill_one_trial_after_its_first_epoch(store_dir, killed, stop):
             time.sleep(0.1)
 
 
-def _sweep_killing_one_trial(cluster, document, store_dir):
+def _sweep_killing_one_trial(cluster, document, store_dir, storage=None):
     """Run the sweep from this process (the driver) on the cluster, SIGKILLing one trial's
     worker after its first epoch; returns the driver's store, the result and the killed id."""
     import ray
@@ -242,7 +244,7 @@ def _sweep_killing_one_trial(cluster, document, store_dir):
         )
         killer.start()
         try:
-            result = executors.run_sweep(document, store=store, executor="ray")
+            result = executors.run_sweep(document, store=store, executor="ray", storage=storage)
         finally:
             stop.set()
             killer.join(timeout=SWEEP_TIMEOUT_S)
@@ -329,7 +331,16 @@ def test_a_tpe_asha_search_through_ray_tune_on_a_node_without_the_drivers_disk(c
         },
         "scheduler": {"type": "asha", "grace_period": 2, "reduction_factor": 2},
     }
-    store, result, killed = _sweep_killing_one_trial(cluster, document, store_dir)
+    # Outside the hidden directory: both nodes see it, as both would reach a bucket.
+    bucket = Path(tempfile.mkdtemp(prefix="kseq-bucket-"))
+    try:
+        store, result, killed = _sweep_killing_one_trial(
+            cluster, document, store_dir, storage=bucket.as_uri()
+        )
+        # Every file that went through the URI was read into the store and deleted there.
+        assert sorted(p.relative_to(bucket).as_posix() for p in bucket.rglob("*")) == []
+    finally:
+        shutil.rmtree(bucket, ignore_errors=True)
     records = store.list_runs(sweep_id=result.sweep_id, history=True)
     assert len(records) == 4, [(r.name, r.status) for r in records]
     by_status = {}

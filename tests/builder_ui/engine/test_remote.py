@@ -17,7 +17,7 @@ import keras
 import pytest
 
 from builder_ui.builders import load_spec
-from builder_ui.engine import remote
+from builder_ui.engine import remote, storage
 from builder_ui.engine.store import RunStore
 from tests.builder_ui.engine.walks import write_walks
 
@@ -49,9 +49,14 @@ def _csv_spec(path):
     ).to_dict()
 
 
-@pytest.fixture
-def trained(tmp_path, monkeypatch):
-    """One trial run as a worker runs it, its data file gone from the driver's path meanwhile."""
+@pytest.fixture(params=["by value", "storage URI"])
+def trained(request, tmp_path, monkeypatch):
+    """One trial run as a worker runs it, its data file gone from the driver's path meanwhile;
+    its files sent by value, or under a `file://` storage URI (a bucket both sides reach)."""
+    uri = None
+    if request.param == "storage URI":
+        pytest.importorskip("pyarrow")
+        uri = storage.check((tmp_path / "bucket").as_uri())
     (tmp_path / "worker-tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "worker-tmp"))  # the worker's /tmp
     data_path = tmp_path / "driver" / "walks.csv"
@@ -63,13 +68,21 @@ def trained(tmp_path, monkeypatch):
     data = remote.data_file(spec, tmp_path)
     data_path.rename(tmp_path / "elsewhere.csv")  # the worker must use the bytes it was sent
     channel = ListChannel()
-    result = remote.run_trial(spec, run_id, data, channel)
-    yield driver, run_id, channel.messages, result, tmp_path / "worker-tmp"
+    result = remote.run_trial(spec, run_id, data, channel, storage_uri=uri)
+    yield driver, run_id, channel.messages, result, tmp_path / "worker-tmp", uri
     driver.close()
 
 
+def _bucket_files(uri):
+    """Every file under a `file://` storage URI."""
+    if uri is None:
+        return []
+    root = Path(uri.removeprefix("file://"))
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
 def test_the_worker_sends_start_then_each_epoch_with_its_checkpoint(trained):
-    _, run_id, messages, result, worker_tmp = trained
+    _, run_id, messages, result, worker_tmp, uri = trained
     assert [m["kind"] for m in messages] == ["start"] + ["epoch"] * EPOCHS
     assert all(m["run_id"] == run_id for m in messages)
     assert (
@@ -77,27 +90,37 @@ def test_the_worker_sends_start_then_each_epoch_with_its_checkpoint(trained):
     )
     assert [m["epoch"] for m in messages[1:]] == list(range(1, EPOCHS + 1))
     for message in messages[1:]:
-        assert message["checkpoint"], "each epoch carries the checkpoint written before it"
+        checkpoint = storage.receive(message["checkpoint"])
+        assert checkpoint, "each epoch carries the checkpoint written before it"
         assert "val_loss" in message["metrics"]
+        # Under a storage URI the message names the files; their bytes wait there.
+        assert ("files" in message["checkpoint"]) == (uri is None)
     assert result["status"] == "done", result["error"]
-    assert "model.keras" in result["files"] and result["artifacts"]["model.keras"] == "model.keras"
+    files = storage.receive(result["directory"])
+    assert "model.keras" in files and result["artifacts"]["model.keras"] == "model.keras"
     assert [row["epoch"] for row in result["history"]] == list(range(1, EPOCHS + 1))
-    assert not any(name.startswith("backup/") for name in result["files"])  # done: no checkpoint
+    assert not any(name.startswith("backup/") for name in files)  # done: no checkpoint
+    if uri is not None:
+        assert f"{run_id}/result/model.keras" in _bucket_files(uri)
+        assert any(name.startswith(f"{run_id}/epoch-1/") for name in _bucket_files(uri))
     left = [p.name for p in worker_tmp.iterdir() if p.name.startswith(remote.SCRATCH_PREFIX)]
     assert left == []  # the scratch directory is gone
 
 
 def test_the_driver_writes_the_epochs_checkpoints_and_files_as_a_local_run(trained):
-    driver, run_id, messages, result, _ = trained
-    mirror = remote.Mirror(driver)
+    driver, run_id, messages, result, _, uri = trained
+    mirror = remote.Mirror(driver, uri)
     mirror.message(messages[0])
     assert driver.get(run_id).status == "running"
+    sent = storage.receive(messages[1]["checkpoint"])
     mirror.message(messages[1])
     assert [row.epoch for row in driver.history(run_id)] == [1]
     backup = driver.artifact_dir(run_id) / "backup"
-    assert sorted(
-        p.relative_to(backup).as_posix() for p in backup.rglob("*") if p.is_file()
-    ) == sorted(messages[1]["checkpoint"])
+    assert {
+        p.relative_to(backup).as_posix(): p.read_bytes() for p in backup.rglob("*") if p.is_file()
+    } == sent
+    # What was read from the storage URI is deleted there; the next epoch's still waits.
+    assert not any(name.startswith(f"{run_id}/epoch-1/") for name in _bucket_files(uri))
     for message in messages[2:]:
         mirror.message(message)
     mirror.result(run_id, result)
@@ -114,14 +137,17 @@ def test_the_driver_writes_the_epochs_checkpoints_and_files_as_a_local_run(train
     assert not backup.exists() and driver.get(run_id).status == "done"
     # The stored spec is the driver's: its own data path, not the worker's scratch copy.
     assert record.spec["task"]["path"].endswith(str(Path("driver") / "walks.csv"))
+    assert _bucket_files(uri) == []  # the storage URI is a transfer area, emptied as it is read
 
 
 def test_a_lost_worker_leaves_a_started_trial_interrupted_and_a_queued_one_queued(trained):
-    driver, run_id, messages, _, _ = trained
-    mirror = remote.Mirror(driver)
+    driver, run_id, messages, _, _, uri = trained
+    mirror = remote.Mirror(driver, uri)
     for message in messages[:2]:
         mirror.message(message)
     mirror.lost(run_id, RuntimeError("worker died"), "sweep1")
+    # The lost trial's later uploads (epoch 2's checkpoint, its result) are gone from the URI.
+    assert _bucket_files(uri) == []
     record = driver.get(run_id)
     assert record.status == "interrupted"
     assert "after 1 epoch(s)" in record.error and "keras-seq resume sweep1" in record.error

@@ -121,8 +121,12 @@ def plan_trials(spec: Any) -> list[sweeps.Trial]:
             values (`(trial 2: model.encoder.cell='gru')`).
     """
 
-    spec = load_spec(spec)
-    trials = sweeps.trials(spec)
+    return check_trials(sweeps.trials(load_spec(spec)))
+
+
+def check_trials(trials: Sequence[sweeps.Trial]) -> list[sweeps.Trial]:
+    """`trials` (from `sweeps.trials`), once each is checked as `engine.run` would check it;
+    raises as `plan_trials` does."""
     problems: list[tuple[str, str]] = []
     for trial in trials:
         try:
@@ -137,7 +141,7 @@ def plan_trials(spec: Any) -> list[sweeps.Trial]:
             ]
     if problems:
         raise SpecError(problems)
-    return trials
+    return list(trials)
 
 
 def run_sweep(
@@ -223,9 +227,10 @@ def run_sweep(
         return SweepResult(sweep_id, tuple(records))
     if smart and spec.sweep.method == "bayes":
         return SweepResult(sweep_id, tuple(_run_bayes(spec, store, sweep_id, callbacks, cancel)))
-    if executor == "local":  # before the checks below load Keras
-        _select_one_backend([trial.spec for trial in sweeps.trials(spec)])
-    trial_specs = plan_sweep(spec)
+    trials = sweeps.trials(spec)
+    if executor == "local":  # before the checks load Keras
+        _select_one_backend([trial.spec for trial in trials])
+    trial_specs = [trial.spec for trial in check_trials(trials)]
     study = _search(spec, trial_specs[0]) if smart else None  # Optuna missing: nothing written
     run_ids = [store.create_run(trial, sweep_id=sweep_id) for trial in trial_specs]
     if executor == "local":
@@ -333,7 +338,7 @@ def _select_one_backend(trial_specs: Sequence[Any]) -> None:
     try:
         devices.select_backend(trial_specs[0].train)
     except devices.DeviceError as error:
-        raise SpecError(str(error)) from None
+        raise SpecError(error.message, path=error.field) from None
 
 
 def _cancel_queued(store: RunStore, run_ids: Sequence[str]) -> None:

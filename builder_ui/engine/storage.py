@@ -33,6 +33,7 @@ so keras_seq handles none of them itself.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import posixpath
 import re
 import uuid
@@ -57,8 +58,13 @@ def _pyarrow_fs() -> Any:
     return fs
 
 
+@functools.lru_cache(maxsize=8)
 def _filesystem(uri: str) -> tuple[Any, str]:
-    """`(pyarrow FileSystem, base path)` of `uri`; a plain absolute path is a local directory."""
+    """`(pyarrow FileSystem, base path)` of `uri`; a plain absolute path is a local directory.
+
+    Made once per URI and process (a cloud client may ask the network for its region when
+    made; every epoch's checkpoint goes through here twice on the driver, once on a worker).
+    """
     fs = _pyarrow_fs()
     if not _SCHEME.match(uri) and not uri.startswith("/"):
         raise StorageError(

@@ -857,6 +857,7 @@ def _run_resume(args: argparse.Namespace) -> int:
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui import engine
     from builder_ui.engine.progress import TerminalProgress
+    from builder_ui.specs import SpecError
 
     with _existing_store(args) as store:
         if not store.exists(args.run) and store.list_runs(sweep_id=args.run):
@@ -868,9 +869,9 @@ def _run_resume(args: argparse.Namespace) -> int:
             record = engine.run(
                 None, store=store, run_id=args.run, resume=True, callbacks=[TerminalProgress()]
             )
+        except SpecError:
+            raise
         except ValueError as error:
-            if type(error).__name__ == "SpecError":
-                raise
             raise InputError(str(error)) from None
         finally:
             if store.exists(args.run):

@@ -31,13 +31,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from builder_ui.specs import SpecError
+
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 DISTRIBUTIONS = (None, "mirrored")
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
-class DeviceError(ValueError):
-    """A device setting the current backend or machine cannot honour.
+class DeviceError(SpecError):
+    """A device setting the current backend or machine cannot honour: a `SpecError` whose
+    one problem is at `field`, so every caller reports it as it reports any bad field.
 
     Attributes:
         field: The spec field at fault, e.g. `"train.distribution"`.
@@ -47,7 +50,7 @@ class DeviceError(ValueError):
     def __init__(self, field: str, message: str):
         self.field = field
         self.message = message
-        super().__init__(f"{field}: {message}")
+        super().__init__(message, path=field)
 
 
 @dataclass(frozen=True)

@@ -517,10 +517,7 @@ def preflight(spec: Any) -> Any:
     import keras
 
     spec = load_spec(spec)
-    try:
-        devices.check_setup(spec.train, keras.backend.backend())
-    except devices.DeviceError as error:
-        raise SpecError(error.message, path=error.field) from None
+    devices.check_setup(spec.train, keras.backend.backend())
     if spec.train.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise SpecError(
             "true needs the `tensorboard` package, which is not installed "
@@ -601,7 +598,7 @@ def run(
         backend = keras.backend.backend()
         try:
             spec = load_spec(spec)
-            _check_backend(spec, backend)
+            devices.check_backend(spec.train, backend)
             # The stored spec read again, so fields added since it was stored (with their
             # defaults) do not count as a difference.
             if (
@@ -643,14 +640,6 @@ def run(
             (cancel, interrupt),
             prune,
         )
-
-
-def _check_backend(spec: Any, backend: str) -> None:
-    """Refuse a spec whose `train.backend` is not this process's (`devices.check_backend`)."""
-    try:
-        devices.check_backend(spec.train, backend)
-    except devices.DeviceError as error:
-        raise SpecError(error.message, path=error.field) from None
 
 
 def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progress, stops, prune):

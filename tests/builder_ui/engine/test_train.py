@@ -352,8 +352,11 @@ def test_precision_and_distribution_rules():
     assert devices.resolve_precision("mixed_bfloat16", cpu) == "mixed_bfloat16"
     with pytest.raises(devices.DeviceError, match=r"mixed_precision.*'half'"):
         devices.resolve_precision("half", cpu)
-    with pytest.raises(devices.DeviceError, match=r"train\.distribution.*'jax'"):
+    with pytest.raises(devices.DeviceError, match=r"train\.distribution.*'jax'") as refused:
         devices.check_distribution("mirrored", "jax")
+    # A device refusal is a spec problem at its field, reported as any other bad field is.
+    assert isinstance(refused.value, SpecError)
+    assert [path for path, _ in refused.value.problems] == ["train.distribution"]
     devices.check_distribution(None, "jax")
     devices.check_distribution("mirrored", "tensorflow")
 

@@ -39,7 +39,6 @@ import datetime
 import ipaddress
 import json
 import os
-import secrets
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -904,27 +903,17 @@ def _run_schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema of an experiment spec (every registered task and model type)."""
 
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui import files
     from builder_ui.builders import json_schema
 
     text = json.dumps(json_schema(), indent=2) + "\n"
     if args.out is None:
         sys.stdout.write(text)
     else:
-        _write_text(args.out, text)
+        files.write_text(args.out, text)
         print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
 
-
-def _write_text(path: Path, text: str) -> None:
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
 
 
 def _configure_validate(parser: argparse.ArgumentParser) -> None:

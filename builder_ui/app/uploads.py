@@ -28,13 +28,11 @@ import hashlib
 import io
 import os
 import re
-import secrets
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder_ui import builders
+from builder_ui import builders, files
 from builder_ui.builders import load_spec
 from builder_ui.specs import SpecError
 
@@ -223,14 +221,7 @@ def check_upload(
     directory = Path(uploads_root) / digest
     target = directory / _safe_name(name if Path(name).suffix else name + ".csv")
     if not target.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        temp = directory / f".{target.name}.tmp-{secrets.token_hex(4)}"
-        try:
-            shutil.copyfile(source, temp)
-            os.replace(temp, target)
-        finally:
-            if temp.exists():
-                temp.unlink()
+        files.copy(source, target)
     task["path"] = str(target.resolve())
     summary = (
         f"{name}: {data.num_train + data.num_val:,} examples ({data.num_train:,} for training, "

@@ -52,11 +52,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from builder_ui import files
 from builder_ui.engine import storage, train
 from builder_ui.engine.store import RunStore
 from builder_ui.specs import SpecError
@@ -323,9 +323,9 @@ class Mirror:
         """Write a trial's files and history, then give the run its final record."""
         self._running(run_id, {})
         directory = self.store.artifact_dir(run_id)
-        files = storage.receive(result["directory"])
-        for relative, content in files.items():
-            _write_file(directory / relative, content)
+        received = storage.receive(result["directory"])
+        for relative, content in received.items():
+            files.write_bytes(directory / relative, content)
         for row in result["history"]:
             self.store.append_epoch(
                 run_id, row["epoch"], row["metrics"], seconds=row["seconds"], time_=row["time"]
@@ -333,7 +333,7 @@ class Mirror:
         for name, relative in result["artifacts"].items():
             self.store.set_artifact(run_id, name, directory / relative)
         if result["status"] != "interrupted" and train.BACKUP_DIR not in {
-            Path(relative).parts[0] for relative in files
+            Path(relative).parts[0] for relative in received
         }:
             shutil.rmtree(directory / train.BACKUP_DIR, ignore_errors=True)
         fields = {field: result[field] for field in RESULT_FIELDS if result[field] is not None}
@@ -412,40 +412,14 @@ class Mirror:
         elif info:
             self.store.update(run_id, **{k: v for k, v in info.items() if v})
 
-    def _write_directory(self, run_id: str, name: str, files: Mapping[str, bytes]) -> None:
-        """Replace `<run>/<name>/` with `files`: written beside it, then renamed into place."""
-        directory = self.store.artifact_dir(run_id)
-        directory.mkdir(parents=True, exist_ok=True)
-        temporary = Path(tempfile.mkdtemp(dir=directory, prefix=f".{name}.tmp-"))
-        try:
-            for relative, content in files.items():
+    def _write_directory(self, run_id: str, name: str, contents: Mapping[str, bytes]) -> None:
+        """Replace `<run>/<name>/` with `contents`: written beside it, then renamed into place."""
+        with files.atomic_path(self.store.artifact_dir(run_id) / name) as temporary:
+            temporary.mkdir()
+            for relative, content in contents.items():
                 target = temporary / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(content)
-            target = directory / name
-            if target.exists():
-                old = directory / f".{name}.old-{time.monotonic_ns()}"
-                os.replace(target, old)
-                os.replace(temporary, target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(temporary, target)
-        finally:
-            shutil.rmtree(temporary, ignore_errors=True)
-
-
-def _write_file(path: Path, content: bytes) -> None:
-    """Write a file under a temporary name beside it, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(content)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
 
 
 __all__ = ["Mirror", "data_file", "run_trial", "trial_result"]

@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builder_ui import files
+
 SCHEMA_VERSION = 1
 DB_NAME = "runs.sqlite"
 
@@ -943,18 +945,8 @@ class RunStore:
         ...     model.save(path)
         """
         target = self._artifact_path(run_id, relative_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.stem}.tmp-{secrets.token_hex(4)}{target.suffix}")
-        try:
+        with files.atomic_path(target) as temp:
             yield temp
-            if not temp.exists():
-                raise FileNotFoundError(f"Nothing was written to {str(temp)!r}.")
-            _replace(temp, target)
-        finally:
-            if temp.is_dir():
-                shutil.rmtree(temp, ignore_errors=True)
-            elif temp.exists():
-                temp.unlink()
         self.set_artifact(run_id, Path(relative_path).name, target)
 
     def _artifact_path(self, run_id: str, relative_path: str) -> Path:
@@ -1174,13 +1166,3 @@ def _check_status(status: object) -> str:
         )
     return status
 
-
-def _replace(source: Path, target: Path) -> None:
-    """Rename `source` onto `target`; a directory target is swapped out, then removed."""
-    if target.is_dir() and not target.is_symlink():
-        old = target.with_name(f".{target.name}.old-{secrets.token_hex(4)}")
-        os.replace(target, old)
-        os.replace(source, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(source, target)

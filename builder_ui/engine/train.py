@@ -66,6 +66,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from builder_ui import files
 from builder_ui.builders import load_spec, memory, prepare
 from builder_ui.engine import devices, interrupts
 from builder_ui.engine.progress import ProgressCallback
@@ -339,8 +340,8 @@ def _make_callbacks_classes():
             ):
                 if os.path.exists(latest):
                     shutil.copy2(latest, aside / Path(latest).name)
-                shutil.copy2(previous, f"{latest}.tmp")
-                os.replace(f"{latest}.tmp", latest)
+                with files.atomic_path(latest) as temporary:
+                    shutil.copy2(previous, temporary)
             return aside
 
         def _load(self, weights: Path, metadata: Path) -> int:

@@ -12,7 +12,6 @@ that every model the lab trains is a run in the store (named
 from __future__ import annotations
 
 import math
-import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder_ui import engine
+from builder_ui import engine, files
 from builder_ui.builders import load_spec, prepare
 from builder_ui.engine import devices
 from builder_ui.specs import SPEC_VERSION
@@ -278,16 +277,8 @@ class LabContext:
 
     def save_figure(self, figure: Any, name: str) -> str:
         """Save a figure as `figures/<name>.png`; return that path, relative to `out_dir`."""
-        directory = self.out_dir / FIGURES_DIR
-        directory.mkdir(parents=True, exist_ok=True)
-        target = directory / f"{name}.png"
-        temp = directory / f".{name}.tmp-{secrets.token_hex(4)}.png"
-        try:
+        with files.atomic_path(self.out_dir / FIGURES_DIR / f"{name}.png") as temp:
             figure.savefig(temp, dpi=110)
-            os.replace(temp, target)
-        finally:
-            if temp.exists():
-                temp.unlink()
         return f"{FIGURES_DIR}/{name}.png"
 
 

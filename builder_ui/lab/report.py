@@ -18,27 +18,17 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from builder_ui import files
 from builder_ui.lab.common import ExperimentResult
 
 REPORT_FILE = "README.md"
 RESULTS_FILE = "results.json"
 RESULTS_VERSION = 1
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    temp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
-    try:
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)
-    finally:
-        if temp.exists():
-            temp.unlink()
 
 
 def load_results(out_dir: str | os.PathLike) -> dict[str, Any]:
@@ -118,13 +108,13 @@ def write_report(
             entry for entry in history if any(still_shown(entry, n) for n in entry["experiments"])
         ]
     data["version"] = RESULTS_VERSION
-    _atomic_write(out_dir / RESULTS_FILE, json.dumps(data, indent=1, allow_nan=False) + "\n")
+    files.write_text(out_dir / RESULTS_FILE, json.dumps(data, indent=1, allow_nan=False) + "\n")
     stored = [
         ExperimentResult.from_dict(entry, out_dir=out_dir)
         for _, entry in sorted(data["experiments"].items(), key=lambda item: int(item[0]))
     ]
     path = out_dir / REPORT_FILE
-    _atomic_write(path, markdown(stored, data.get("invocations") or []))
+    files.write_text(path, markdown(stored, data.get("invocations") or []))
     return path
 
 

@@ -26,11 +26,11 @@ import json
 import math
 import numbers
 import os
-import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from builder_ui import files
 from builder_ui.engine.store import RunRecord, RunStore
 
 LEADING_COLUMNS = ("id", "name", "status", "sweep")
@@ -400,12 +400,6 @@ def plot_curves(store: RunStore, run_ids: Iterable[str], metric: str = "val_loss
 def to_csv(table, path: str | os.PathLike) -> Path:
     """Write a DataFrame to `path` as CSV, through a temporary file renamed into place."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
-    try:
+    with files.atomic_path(path) as temp:
         table.to_csv(temp, index=False)
-        os.replace(temp, path)
-    finally:
-        if temp.exists():
-            temp.unlink()
     return path

@@ -47,14 +47,13 @@ import datetime
 import importlib.util
 import json
 import os
-import secrets
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from builder_ui import files
 from builder_ui.builders import load_spec, load_task
 from builder_ui.engine import devices
 from builder_ui.engine.store import RunNotFoundError, RunStore
@@ -246,7 +245,7 @@ def export(
         path = _export_runtime(store, record, format, batch_size)
     if target is None:
         return path
-    return _copy_out(path, target)
+    return files.copy(path, target)
 
 
 def _check_batch_size(format: str, batch_size: int | None) -> int | None:
@@ -476,35 +475,6 @@ The experiment spec it trained with:
 
 # --- Copying out ------------------------------------------------------------------------------
 
-
-def _copy_out(source: Path, target: Path) -> Path:
-    """Copy a file or directory to `target` (checked by `_out_path`) through a temporary name."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(
-        tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-")
-        if source.is_dir()
-        else target.with_name(f".{target.name}.tmp-{secrets.token_hex(4)}")
-    )
-    try:
-        if source.is_dir():
-            shutil.rmtree(temporary)
-            shutil.copytree(source, temporary)
-            if target.exists():
-                old = target.with_name(f".{target.name}.old-{secrets.token_hex(4)}")
-                os.replace(target, old)
-                os.replace(temporary, target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(temporary, target)
-        else:
-            shutil.copyfile(source, temporary)
-            os.replace(temporary, target)
-    finally:
-        if temporary.is_dir():
-            shutil.rmtree(temporary, ignore_errors=True)
-        elif temporary.exists():
-            temporary.unlink()
-    return target
 
 
 __all__ = [

@@ -19,7 +19,17 @@ PACKAGE = ROOT / "builder_ui"
 
 # Rank of each layer: a module may import its own layer and the layers of lower rank.
 # `results` and `lab` share a rank but are separate layers: neither imports the other.
-LAYERS = {"specs": 0, "builders": 1, "engine": 2, "results": 3, "lab": 3, "app": 4, "cli": 5}
+# `files` (writes through a temporary name and a rename) is under all of them.
+LAYERS = {
+    "files": -1,
+    "specs": 0,
+    "builders": 1,
+    "engine": 2,
+    "results": 3,
+    "lab": 3,
+    "app": 4,
+    "cli": 5,
+}
 # Old import paths kept as re-exports for one release; nothing inside builder_ui uses them.
 DEPRECATED_ALIASES = {"spec", "registry", "runs", "compare"}
 # Heavy or optional libraries a function may import on first use, with a reason.

@@ -148,6 +148,22 @@ def _view_updates(view: actions.ResultsView) -> list:
     ]
 
 
+def runs_after_refresh(choices: list[tuple[str, str]], selected: list[str] | None) -> Any:
+    """The runs picker's update after a refresh: the store's runs as its choices, and a value
+    only when a selected run is no longer among them (deleted elsewhere).
+
+    `selected` is what the picker held when the refresh started. Sending it back whole
+    would undo a run picked (a table row clicked) while the refresh ran, as the refreshes
+    that follow a change in the store do while a run trains.
+    """
+    known = {value for _, value in choices}
+    selected = list(selected or [])
+    kept = [run_id for run_id in selected if run_id in known]
+    if kept == selected:
+        return gr.update(choices=choices)
+    return gr.update(choices=choices, value=kept)
+
+
 def _filters(
     text: str | None,
     chosen: list[str] | None,
@@ -403,13 +419,11 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
             )
         except actions.AppError as error:
             return [gr.skip(), f"✗ {error}"] + [gr.skip()] * (len(refresh_outputs) - 2)
-        choices = actions.run_choices(ctx)
-        known = {value for _, value in choices}
         table_update, *control_updates = _view_updates(view)
         return [
             table_update,
             "",
-            gr.update(choices=choices, value=[r for r in (selected or []) if r in known]),
+            runs_after_refresh(actions.run_choices(ctx), selected),
             *control_updates,
         ]
 

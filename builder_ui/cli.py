@@ -915,7 +915,6 @@ def _run_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
 def _configure_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", type=Path, metavar="SPEC", help="experiment spec (.yaml or .json)")
     _add_set_argument(parser)

@@ -1165,4 +1165,3 @@ def _check_status(status: object) -> str:
             f"got {status!r}."
         )
     return status
-

@@ -476,7 +476,6 @@ The experiment spec it trained with:
 # --- Copying out ------------------------------------------------------------------------------
 
 
-
 __all__ = [
     "FILES",
     "FORMATS",

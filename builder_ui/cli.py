@@ -808,8 +808,8 @@ def _configure_resume(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run",
         metavar="RUN",
-        help="id of an interrupted run, or of a sweep: its interrupted trials are resumed and "
-        "its queued ones trained",
+        help="id of an interrupted run, or of a sweep: its interrupted trials are resumed, "
+        "its queued ones trained, and a bayes search chooses the trials it has not yet",
     )
     _add_runs_argument(parser)
 

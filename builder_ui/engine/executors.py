@@ -13,14 +13,19 @@ bad combination writes nothing and names the combination (`SpecError`).
 the local executor: a `bayes` sweep checks every combination it may choose, then creates
 and trains one run at a time as the sampler chooses it (a trial that fails the
 data checks ends `failed` and the search goes on); a scheduler's weak trials
-end `pruned` at an epoch boundary, their epochs kept. A stopped `bayes` sweep
-resumes its `interrupted` trial; the trials not chosen yet are not created.
-On the `ray` executor the same spec runs through Ray Tune's `OptunaSearch` and
-`ASHAScheduler` (`builder_ui.engine.tune_search`), trials in parallel.
+end `pruned` at an epoch boundary, their epochs kept. On the `ray` executor
+the same spec runs through Ray Tune's `OptunaSearch` and `ASHAScheduler`
+(`builder_ui.engine.tune_search`), trials in parallel.
 
-A local sweep stopped with Ctrl-C or killed leaves its trial in flight
-`interrupted` and the ones not started `queued`; `resume_sweep` (`keras-seq
-resume SWEEP_ID`) runs what is left, adding no trial.
+Every sweep's spec is recorded in the store beside its trials
+(`RunStore.record_sweep`), once its trials are checked. A local sweep stopped
+with Ctrl-C or killed leaves its trial in flight `interrupted` and the ones not
+started `queued`; `resume_sweep` (`keras-seq resume SWEEP_ID`) runs what is
+left, in this process. A `grid` or `random` sweep adds no trial. A search
+(`bayes`, or a scheduler) goes on in a new study that its finished trials are
+replayed into first (`search.Search.replay`), so ASHA prunes the rest against
+them, and `bayes` then chooses its remaining trials until `num_trials` have
+run, wherever the search ran before (locally, on Ray or in the app).
 
 The `ray` executor makes each trial a Ray task that asks for one GPU when the
 cluster has GPUs, else one CPU. The driver owns the store: a worker never
@@ -232,6 +237,8 @@ def run_sweep(
         _select_one_backend([trial.spec for trial in trials])
     trial_specs = [trial.spec for trial in check_trials(trials)]
     study = _search(spec, trial_specs[0]) if smart else None  # Optuna missing: nothing written
+    if spec.sweep is not None:
+        store.record_sweep(sweep_id, spec)
     run_ids = [store.create_run(trial, sweep_id=sweep_id) for trial in trial_specs]
     if executor == "local":
         records = _run_local(store, run_ids, callbacks, cancel, study)
@@ -278,27 +285,30 @@ def _run_bayes(spec, store, sweep_id, callbacks, cancel) -> list[RunRecord]:
     candidates = sweeps.trials(spec)  # every combination it may choose, validated
     _select_one_backend([candidate.spec for candidate in candidates])
     study = _search(spec, candidates[0].spec)
-    run_ids = []
+    store.record_sweep(sweep_id, spec)
+    numbers = range(spec.sweep.num_trials)
     with interrupts.remembered():
-        for number in range(spec.sweep.num_trials):
-            if cancel is not None and cancel.is_set():
-                break
-            interrupts.raise_if_pressed()
-            trial, values = study.ask()
-            run_id = store.create_run(sweeps.trial(spec, number, values).spec, sweep_id=sweep_id)
-            run_ids.append(run_id)
-            try:
-                train.run(
-                    None,
-                    store=store,
-                    run_id=run_id,
-                    callbacks=callbacks,
-                    prune=study.pruner(trial),
-                )
-            except SpecError:
-                pass  # a data check failed: the engine marked the run `failed`; the search goes on
-            study.tell(trial, store.get(run_id), values)
+        run_ids = _choose_and_train(spec, store, sweep_id, study, numbers, callbacks, cancel)
     return [store.get(run_id) for run_id in run_ids]
+
+
+def _choose_and_train(spec, store, sweep_id, study, numbers, callbacks, cancel) -> list[str]:
+    """`bayes`: trials `numbers`, each asked of the study, created, trained and told."""
+    run_ids = []
+    for number in numbers:
+        if cancel is not None and cancel.is_set():
+            break
+        interrupts.raise_if_pressed()
+        trial, values = study.ask()
+        run_id = store.create_run(sweeps.trial(spec, number, values).spec, sweep_id=sweep_id)
+        run_ids.append(run_id)
+        try:
+            prune = study.pruner(trial)
+            train.run(None, store=store, run_id=run_id, callbacks=callbacks, prune=prune)
+        except SpecError:
+            pass  # a data check failed: the engine marked the run `failed`; the search goes on
+        study.tell(trial, store.get(run_id), values)
+    return run_ids
 
 
 def resume_sweep(store: RunStore, sweep_id: str, *, callbacks: Sequence[Any] = ()) -> SweepResult:
@@ -306,15 +316,23 @@ def resume_sweep(store: RunStore, sweep_id: str, *, callbacks: Sequence[Any] = (
 
     Its `interrupted` trials continue from their last finished epoch, its
     `queued` ones (never started: the sweep was killed or stopped with
-    Ctrl-C) train; finished trials are left as they are and no trial is
-    added, so the sweep is not duplicated.
+    Ctrl-C) train; finished trials are left as they are. A `grid` or
+    `random` sweep adds no trial, so it is not duplicated. A search (`bayes`
+    or a scheduler) whose spec the store recorded goes on in a new study, its
+    finished trials replayed first (`search.Search.replay`); `bayes` then
+    chooses trials until `num_trials` have been made.
 
     Returns:
         A `SweepResult` with every trial of the sweep, in the order created.
 
     Raises:
         ValueError: No such sweep, a trial still running, or nothing left to run.
+        ExecutorError: The search needs Optuna, which is not installed.
     """
+    recorded = store.sweep_spec(sweep_id)
+    parent = load_spec(recorded) if recorded is not None else None
+    if parent is not None and search.needs_search(parent.sweep):
+        return _resume_search(parent, store, sweep_id, callbacks)
     left = store.remaining_trials(sweep_id)
     _select_one_backend([load_spec(record.spec) for record in left])
     with interrupts.remembered():
@@ -324,6 +342,41 @@ def resume_sweep(store: RunStore, sweep_id: str, *, callbacks: Sequence[Any] = (
             train.run(None, store=store, run_id=record.id, resume=resume, callbacks=callbacks)
     records = store.list_runs(sweep_id=sweep_id, history=True)
     return SweepResult(sweep_id, tuple(records))
+
+
+def _resume_search(spec, store, sweep_id, callbacks) -> SweepResult:
+    """`resume_sweep` of a search: replay what ran, go on with what is left, choose the rest."""
+    records = store.stopped_sweep(sweep_id, history=True)
+    left = [record for record in records if record.status in ("interrupted", "queued")]
+    ended = [record for record in records if record.status not in ("interrupted", "queued")]
+    to_choose = spec.sweep.num_trials - len(records) if spec.sweep.method == "bayes" else 0
+    if not left and to_choose <= 0:
+        statuses = ", ".join(f"{record.id} {record.status}" for record in records)
+        raise ValueError(f"Sweep {sweep_id!r} has nothing left to resume ({statuses}).")
+    candidates = sweeps.trials(spec)
+    _select_one_backend([candidate.spec for candidate in candidates])
+    study = _search(spec, candidates[0].spec)
+    for record, values in zip(ended, search.trial_values(candidates, ended), strict=True):
+        study.replay(record, values)
+    with interrupts.remembered():
+        for record, values in zip(left, search.trial_values(candidates, left), strict=True):
+            interrupts.raise_if_pressed()
+            trial = study.resume(record, values)
+            try:
+                train.run(
+                    None,
+                    store=store,
+                    run_id=record.id,
+                    resume=record.status == "interrupted",
+                    callbacks=callbacks,
+                    prune=study.pruner(trial),
+                )
+            except SpecError:
+                pass  # as in `_choose_and_train`: that trial failed, the search goes on
+            study.tell(trial, store.get(record.id), values)
+        numbers = range(len(records), len(records) + max(to_choose, 0))
+        _choose_and_train(spec, store, sweep_id, study, numbers, callbacks, None)
+    return SweepResult(sweep_id, tuple(store.list_runs(sweep_id=sweep_id, history=True)))
 
 
 def _select_one_backend(trial_specs: Sequence[Any]) -> None:
@@ -460,6 +513,7 @@ def _run_ray_search(
     else:
         trials = plan_trials(spec)  # the planned trials, each checked with its data
     with _ray_session(ray, address, num_cpus) as (channel, request):
+        store.record_sweep(sweep_id, spec)  # the cluster answered: its trials are made next
         return tune_search.run_tune_sweep(
             ray,
             spec,

@@ -36,7 +36,9 @@ Optuna study here, in the app (`builder_ui.engine.queued_search`): each
 trial's training process asks it after every epoch whether to stop the trial
 (`pruned`), and with `bayes` each trial's end chooses the next one, which
 goes to the front of the queue so that the search runs as one. Cancelling a
-trial of a `bayes` search ends the search: no trial is chosen after it.
+trial of a `bayes` search ends the search: no trial is chosen after it. A
+stopped search is taken up again with `resume_search`, its trials so far
+replayed into a new study (`QueuedSearch.restore`).
 
 Closing the queue (the app stopping: Ctrl+C, SIGTERM) is not cancelling: a
 training run is interrupted after its batch and ends `interrupted`, with its
@@ -280,7 +282,35 @@ class JobQueue:
             raise ValueError(f"What is left of sweep {sweep_id!r} is in the queue already.")
         return queued
 
-    def _requeue(self, records: Sequence[RunRecord]) -> list[str]:
+    def resume_search(self, search: QueuedSearch, records: Sequence[RunRecord]) -> list[str]:
+        """Take up a stopped search: every trial it made so far is in `records` (with history).
+
+        Its ended trials are replayed into `search`'s study, its `interrupted`
+        and `queued` ones queued inside it (`QueuedSearch.restore`); a `bayes`
+        search with none left queues the next trial it chooses.
+
+        Returns:
+            The ids of the trials queued now.
+
+        Raises:
+            ValueError: Nothing is left to train, or what is left is in the queue already.
+        """
+        if self._closed:
+            raise RuntimeError("The training queue is closed; restart the app to train.")
+        left = search.restore(records)
+        if left:
+            queued = self._requeue(left, search)
+            if not queued:
+                raise ValueError(
+                    f"What is left of sweep {search.sweep_id!r} is in the queue already."
+                )
+            return queued
+        following = search.next_spec()
+        if following is None:
+            raise ValueError(f"Search {search.sweep_id!r} has chosen and run all its trials.")
+        return self._submit([following], search.sweep_id, search)
+
+    def _requeue(self, records: Sequence[RunRecord], search: QueuedSearch | None = None):
         """Queue existing runs (interrupted ones to resume); skip those queued already."""
         slots = self.slots
         queued = []
@@ -290,7 +320,7 @@ class JobQueue:
                 if active is not None and active.state in (WAITING, TRAINING):
                     continue
                 resume = record.status == "interrupted"
-                job = Job(record.id, record.name, record.sweep_id, resume=resume)
+                job = Job(record.id, record.name, record.sweep_id, resume=resume, search=search)
                 self._jobs.pop(record.id, None)
                 self._jobs[record.id] = job
                 self._pending.append(job)
@@ -335,7 +365,7 @@ class JobQueue:
         state, error = "failed", None
         prune = None
         try:
-            if job.search is not None and not job.resume:
+            if job.search is not None:
                 prune = job.search.begin(job.run_id)
             if self._runner is not None:
                 extra = {"prune": prune} if prune is not None else {}
@@ -357,7 +387,7 @@ class JobQueue:
             error = f"{type(failure).__name__}: {failure}"
             self._mark_failed(job.run_id, error)
         finally:
-            if job.search is not None and not job.resume:
+            if job.search is not None:
                 self._continue_search(job)  # its next trial waits before this one has ended
             with self._condition:
                 job.state, job.error, job.finished = state, error, time.time()
@@ -436,6 +466,8 @@ class JobQueue:
                 self._pending.remove(job)
                 job.finished = time.time()
                 if job.resume:  # it keeps its epochs and can be resumed later
+                    if job.search is not None:
+                        job.search.forget(run_id)
                     job.state = "interrupted"
                     self.board.apply(run_id, "status", {"status": "interrupted"})
                     self._condition.notify_all()

@@ -20,14 +20,19 @@ and the queue asks it at three points:
   until `num_trials` have run or `stop()` was called (the user cancelled a
   trial of it, or the app closed).
 
-A resumed trial (an `interrupted` one) continues outside the study: the study
-lived in the app that stopped, and the trials not chosen yet are not made.
+A stopped search (the app closed, a trial's process killed) goes on in a new
+`QueuedSearch` made from the spec the store recorded for the sweep
+(`RunStore.record_sweep`): `restore(records)` replays the trials that ended
+into its study (`Search.replay`) and ties each `interrupted` or `queued` one
+to a trial of it (`Search.resume`), so they train inside the search again,
+pruned against every trial so far, and with `bayes` the trials not chosen yet
+follow as before.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from builder_ui.builders import sweeps
@@ -91,6 +96,35 @@ class QueuedSearch:
         self._pending.append((trial, values))
         return sweeps.trial(self.spec, number, values).spec
 
+    def restore(self, records: Sequence[RunRecord]) -> list[RunRecord]:
+        """Take up a stopped search: its trials so far (`records`, with their history).
+
+        The ended trials are replayed into the study in order; each
+        `interrupted` or `queued` one gets a trial of the study, with its
+        epochs so far reported, for `begin` and `end` when it trains again.
+
+        Returns:
+            The trials left to train (`interrupted` and `queued`), in order.
+        """
+        left = [record for record in records if record.status in ("interrupted", "queued")]
+        ended = [record for record in records if record.status not in ("interrupted", "queued")]
+        candidates = sweeps.trials(self.spec)
+        with self._lock:
+            for record, values in zip(ended, search.trial_values(candidates, ended), strict=True):
+                self.study.replay(record, values)
+            for record, values in zip(left, search.trial_values(candidates, left), strict=True):
+                self._trials[record.id] = (self.study.resume(record, values), values)
+            if self.bayes:
+                self._asked = len(records)
+        return left
+
+    def next_spec(self) -> Any | None:
+        """`bayes`: the spec of the next trial to queue, None when the search has chosen all."""
+        with self._lock:
+            if not self.bayes or self._stopped or self._asked >= self.spec.sweep.num_trials:
+                return None
+            return self._ask()
+
     def first_specs(self) -> list[Any]:
         """The trials to queue now: every planned one (grid, random) or the first chosen (bayes)."""
         with self._lock:
@@ -116,9 +150,7 @@ class QueuedSearch:
             trial, values = self._trials.pop(run_id, (None, None))
             if trial is not None:
                 self.study.tell(trial, record, values)
-            if not self.bayes or self._stopped or self._asked >= self.spec.sweep.num_trials:
-                return None
-            return self._ask()
+        return self.next_spec()
 
     def stop(self) -> None:
         """Ask for no more trials; those queued already still train."""

@@ -25,14 +25,23 @@ A trial's objective is `sweep.metric` at its last recorded epoch. A pruned
 trial is told `PRUNED`, a failed or diverged one `FAIL` (the sampler then
 avoids neither and learns nothing from it).
 
+A stopped search goes on in a new study (`keras-seq resume`, the app's Resume):
+the trials it ran are replayed into it in the order they ran (`replay`: each
+trial asked again with its own values, its recorded epochs reported and checked
+by the pruner, then told how it ended), so the sampler and ASHA's rungs stand
+where they stood; an `interrupted` trial continues in it (`resume`: its epochs
+so far reported), and `bayes` then asks for the trials it never chose.
+
 Optuna is an optional dependency: `pip install keras-seq[search]`.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from builder_ui.builders import sweeps
@@ -145,6 +154,54 @@ class Search:
         """A trial of the study for a planned run (grid or random): no suggestions, only reports."""
         return self.study.ask()
 
+    # --- going on after a stop (resume) -------------------------------------------------------
+
+    def _follow(self, record: RunRecord, values: dict[str, Any] | None) -> Any:
+        """A new trial of the study with `values` (when known), its recorded epochs reported."""
+        if values is not None:
+            self.study.enqueue_trial(
+                {
+                    key: self._choices(key)[self.sweep.parameters[key].index(value)]
+                    for key, value in values.items()
+                }
+            )
+        trial = self.study.ask()
+        if values is not None:
+            self._values(trial)  # the enqueued values, as this trial's suggestions
+            self._tried[self._key(values)] = None
+        if self.sweep.scheduler is not None:
+            for row in record.history:
+                value = row.metrics.get(self.metric)
+                if isinstance(value, (int, float)) and math.isfinite(value):
+                    trial.report(float(value), row.epoch)
+                    trial.should_prune()  # ASHA records the rung it reached, as it did then
+        return trial
+
+    def replay(self, record: RunRecord, values: dict[str, Any] | None) -> None:
+        """Tell the study a trial that ran before it existed: its values, epochs and end.
+
+        Args:
+            record: The trial's run, with its history, ended (done, pruned,
+                failed, diverged or cancelled).
+            values: The values it set (`trial_values`); None when they are not
+                among the sweep's choices (its epochs and end still count).
+        """
+        trial = self._follow(record, values)
+        if record.status == "pruned":
+            self.study.tell(trial, state=self.optuna.trial.TrialState.PRUNED)
+            return
+        value = self.objective(record) if record.status == "done" else None
+        self.tell_value(trial, value, values)
+
+    def resume(self, record: RunRecord, values: dict[str, Any] | None) -> Any:
+        """The study's trial for an `interrupted` or `queued` run that goes on now.
+
+        Its recorded epochs are reported to the trial first, so the pruner
+        judges its next epochs as it would have. Tell the study how it ends
+        with `tell(trial, record, values)`.
+        """
+        return self._follow(record, values)
+
     # --- pruning and telling ------------------------------------------------------------------
 
     def pruner(self, trial: Any):
@@ -199,6 +256,23 @@ class Search:
             self._tried[self._key(values)] = value
 
 
+def trial_values(
+    candidates: Sequence[sweeps.Trial], records: Sequence[RunRecord]
+) -> list[dict[str, Any] | None]:
+    """The values each recorded trial set: the candidate whose spec its run holds, or None.
+
+    `candidates` are the sweep's trials (`sweeps.trials(spec)`, every
+    combination for `bayes`); a trial's run holds its validated spec, so the
+    two are compared whole, apart from the name (`"{name}-{number}"`).
+    """
+
+    def fingerprint(spec: dict[str, Any]) -> str:
+        return json.dumps({**spec, "name": None}, sort_keys=True, default=repr)
+
+    known = {fingerprint(trial.spec.to_dict()): trial.values for trial in candidates}
+    return [known.get(fingerprint(record.spec)) for record in records]
+
+
 def _combinations(parameters: dict[str, list[Any]]) -> list[dict[str, Any]]:
     combos: list[dict[str, Any]] = [{}]
     for key, options in parameters.items():
@@ -206,4 +280,11 @@ def _combinations(parameters: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return combos
 
 
-__all__ = ["MAX_ASKS", "SEARCH_INSTALL_HINT", "Search", "import_optuna", "needs_search"]
+__all__ = [
+    "MAX_ASKS",
+    "SEARCH_INSTALL_HINT",
+    "Search",
+    "import_optuna",
+    "needs_search",
+    "trial_values",
+]

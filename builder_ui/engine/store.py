@@ -3,7 +3,7 @@
 A store is a directory::
 
     runs/
-      runs.sqlite            one row per run, one row per finished epoch
+      runs.sqlite            one row per run, one row per finished epoch, one per sweep
       250312-180102-a1b2/    the artifacts of one run (model.keras, backup/, ...)
 
 The database is SQLite in WAL mode, so the app can read while a run writes
@@ -22,6 +22,11 @@ A run moves through these states::
 
 `pruned`: a sweep's scheduler stopped the run at an epoch boundary (a weak
 trial); its finished epochs are kept, no model is saved.
+
+The trials of a sweep share its `sweep_id`; the sweep's own spec (with its
+`sweep:` section) is kept beside them (`RunStore.record_sweep`), so that a
+stopped search can be continued: `keras-seq resume` replays its trials into a
+new study and asks for the ones it never chose (`builder_ui.engine.search`).
 
 Artifacts are written to a temporary name in the run's directory and renamed
 into place (`RunStore.atomic_artifact`), so a reader never sees half a file.
@@ -129,12 +134,18 @@ CREATE TABLE IF NOT EXISTS tags (
     PRIMARY KEY (run_id, tag)
 );
 CREATE INDEX IF NOT EXISTS tags_tag ON tags (tag);
+CREATE TABLE IF NOT EXISTS sweeps (
+    id TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    created REAL NOT NULL
+);
 """
 
 # Columns added to `runs` after the first release, with their definitions: a database made
 # by an older keras_seq gets them on open (`ALTER TABLE ... ADD COLUMN`, see `_migrate`).
 # They have defaults, so an older keras_seq still reads and writes such a database and the
-# schema version stays 1; the `tags` table is made by `CREATE TABLE IF NOT EXISTS`.
+# schema version stays 1; the `tags` and `sweeps` tables are made by `CREATE TABLE IF NOT
+# EXISTS`.
 _ADDED_COLUMNS = {
     "note": "TEXT NOT NULL DEFAULT ''",
     "starred": "INTEGER NOT NULL DEFAULT 0",
@@ -1021,6 +1032,12 @@ class RunStore:
             with self._write() as conn:
                 for table, key in (("tags", "run_id"), ("epochs", "run_id"), ("runs", "id")):
                     conn.execute(f"DELETE FROM {table} WHERE {key} = ?", (run_id,))
+                # The sweep's spec goes with its last trial.
+                conn.execute(
+                    "DELETE FROM sweeps WHERE id = ? AND NOT EXISTS "
+                    "(SELECT 1 FROM runs WHERE sweep_id = ?)",
+                    (record.sweep_id, record.sweep_id),
+                )
         except BaseException:
             if aside is not None:
                 os.replace(aside, directory)
@@ -1060,18 +1077,43 @@ class RunStore:
                 recovered.append(record.id)
         return recovered
 
-    def remaining_trials(self, sweep_id: str) -> list[RunRecord]:
-        """The trials of a stopped sweep still to train: `interrupted` and `queued`, in order.
+    # -- sweeps --------------------------------------------------------------
+
+    def record_sweep(self, sweep_id: str, spec: Any) -> None:
+        """Keep the spec of sweep `sweep_id` (with its `sweep:` section) beside its trials.
+
+        The first spec recorded for an id stays: a sweep's id is a hash of its
+        spec (`builder_ui.specs.sweep.sweep_id`), so running the same spec again
+        adds trials to the same sweep.
+        """
+        check_run_id(sweep_id)
+        spec_dict = _spec_to_dict(spec)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO sweeps (id, spec, created) VALUES (?, ?, ?)",
+                (sweep_id, _dumps(spec_dict), time.time()),
+            )
+
+    def sweep_spec(self, sweep_id: str) -> dict[str, Any] | None:
+        """The spec recorded for sweep `sweep_id` (a dict), or None (a store from before
+        sweeps were recorded, a lab experiment, or no such sweep)."""
+        row = (
+            self._connect().execute("SELECT spec FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+        )
+        return None if row is None else json.loads(row["spec"])
+
+    def stopped_sweep(self, sweep_id: str, *, history: bool = False) -> list[RunRecord]:
+        """Every trial of sweep `sweep_id`, in order, once none of them is `running`.
 
         A sweep is stopped when none of its trials is `running` (after
         `recover_interrupted`, so a trial whose process died counts as
         `interrupted`); its `queued` trials then have no process to train them.
 
         Raises:
-            ValueError: No such sweep, a trial still running, or nothing left.
+            ValueError: No such sweep, or a trial still running.
         """
         self.recover_interrupted()
-        records = self.list_runs(sweep_id=sweep_id)
+        records = self.list_runs(sweep_id=sweep_id, history=history)
         if not records:
             raise ValueError(f"No run or sweep with id {sweep_id!r} in {str(self.directory)!r}.")
         running = [record for record in records if record.status == "running"]
@@ -1080,6 +1122,16 @@ class RunStore:
                 f"Sweep {sweep_id!r} is still running (trial {running[0].id}, pid "
                 f"{running[0].pid}); stop it before resuming it."
             )
+        return records
+
+    def remaining_trials(self, sweep_id: str) -> list[RunRecord]:
+        """The trials of a stopped sweep still to train: `interrupted` and `queued`, in order.
+
+        Raises:
+            ValueError: No such sweep, a trial still running (`stopped_sweep`),
+                or nothing left.
+        """
+        records = self.stopped_sweep(sweep_id)
         left = [record for record in records if record.status in ("interrupted", "queued")]
         if not left:
             statuses = ", ".join(f"{record.id} {record.status}" for record in records)

@@ -99,6 +99,8 @@ def queue_spec(ctx: AppContext, text: str) -> Submitted:
     specs, sweep_id = _trial_specs(result.spec)
     ctx.data_paths.check(*specs)  # each trial's data paths, before any data is read
     _prepare_all(specs)
+    if sweep_id is not None:
+        ctx.store.record_sweep(sweep_id, result.spec)
     run_ids = ctx.jobs.submit(specs, sweep_id=sweep_id)
     what = f"sweep {sweep_id}: {len(run_ids)} runs" if sweep_id else f"run {run_ids[0]}"
     return Submitted(run_ids, f"Queued {what} ({result.spec.name}).")
@@ -125,6 +127,7 @@ def _queue_search(ctx: AppContext, spec: ExperimentSpec) -> Submitted:
         study = QueuedSearch(spec, sweep_id, metric, planned=None if bayes else candidates)
     except ImportError as error:
         raise AppError(str(error)) from None
+    ctx.store.record_sweep(sweep_id, spec)
     run_ids = ctx.jobs.submit_search(study)
     scheduler = spec.sweep.scheduler
     stopping = (
@@ -170,11 +173,19 @@ def resume(ctx: AppContext, run_id: str) -> Submitted:
     A trial of a stopped sweep brings the rest of the sweep with it: its
     other `interrupted` trials continue and its `queued` ones, which no
     process was left to train, train (`JobQueue.resume_sweep`); no trial is
-    added, so the sweep is not duplicated.
+    added, so the sweep is not duplicated. A search (`bayes`, or a
+    scheduler) whose spec the store recorded goes on as a search
+    (`_resume_search`).
     """
     if not run_id:
         raise AppError("Choose an interrupted run to resume.")
     record = ctx.record(run_id)
+    recorded = ctx.store.sweep_spec(record.sweep_id) if record.sweep_id is not None else None
+    parent = None
+    with contextlib.suppress(SpecError):  # unreadable now: resumed as a sweep without a study
+        parent = validate_spec(recorded) if recorded is not None else None
+    if parent is not None and search.needs_search(parent.sweep):
+        return _resume_search(ctx, record, parent)
     try:
         left = [record] if record.sweep_id is None else ctx.store.remaining_trials(record.sweep_id)
         # A run of `keras-seq train` may name any file; the app reads only the user's.
@@ -195,6 +206,37 @@ def resume(ctx: AppContext, run_id: str) -> Submitted:
         run_ids,
         f"Queued what is left of sweep {record.sweep_id} ({record.name}): "
         f"{len(run_ids)} trial{'s' if len(run_ids) > 1 else ''}, {', '.join(run_ids)}.",
+    )
+
+
+def _resume_search(ctx: AppContext, record: RunRecord, spec: ExperimentSpec) -> Submitted:
+    """Take up the stopped search of trial `record`: a new study, its trials so far replayed.
+
+    Its `interrupted` trials continue and its `queued` ones train, each inside
+    the search (ASHA judges them against every trial so far); a `bayes`
+    search then chooses the trials it has not yet (`JobQueue.resume_search`).
+    """
+    sweep_id = record.sweep_id
+    try:
+        records = ctx.store.stopped_sweep(sweep_id, history=True)
+        left = [r for r in records if r.status in ("interrupted", "queued")]
+        # A spec written for `keras-seq sweep` may name any file; the app reads only the user's.
+        ctx.data_paths.check(spec, *(validate_spec(r.spec) for r in left))
+        metric = spec.sweep.metric or preflight(validate_spec(records[0].spec)).monitor_metric
+        study = QueuedSearch(spec, sweep_id, metric)
+        run_ids = ctx.jobs.resume_search(study, records)
+    except ImportError as error:
+        raise AppError(str(error)) from None
+    except SpecError as error:
+        raise AppError(f"Run {record.id} cannot be resumed here: {error}") from None
+    except ValueError as error:
+        raise AppError(str(error)) from None
+    chosen = "" if left else " (chosen now)"
+    return Submitted(
+        run_ids,
+        f"Queued what is left of search {sweep_id} ({spec.name}): {len(run_ids)} "
+        f"trial{'s' if len(run_ids) > 1 else ''}{chosen}, {', '.join(run_ids)}; "
+        f"{len(records) - len(left)} finished trials replayed into its study.",
     )
 
 

@@ -146,3 +146,38 @@ def test_a_metric_the_trials_do_not_log_fails_them_with_the_field_named(ctx):
         assert record.status == "failed"
         assert "sweep.metric" in record.error and "'val_bleu'" in record.error, record.error
         assert "val_loss" in record.error  # the metrics it does log are listed
+
+
+def test_a_bayes_search_stopped_with_the_app_goes_on_as_a_search_in_the_next_app(tmp_path):
+    # The app stops while the first trial trains (it ends `interrupted`); the next app's Resume
+    # continues that trial inside a new study and lets it choose the two trials left.
+    runs = tmp_path / "runs"
+    document = yaml.safe_load(
+        _text(method="bayes", num_trials=3, seed=4, parameters={"model.encoder.units": [2, 3, 4]})
+    )
+    document["train"]["epochs"] = 30
+    first = actions.AppContext(runs, slots=["CPU"])
+    try:
+        (run_id,) = actions.queue_spec(first, yaml.safe_dump(document)).run_ids
+        _wait_for_an_epoch(first, run_id)
+    finally:
+        first.close()
+    stopped = actions.AppContext(runs, slots=["CPU"])
+    try:
+        record = stopped.store.get(run_id)
+        assert record.status == "interrupted" and record.epochs_done < 30, record.status
+        submitted = actions.resume(stopped, run_id)
+        assert submitted.run_ids == [run_id]
+        assert f"search {record.sweep_id}" in submitted.message
+        assert stopped.jobs.wait_sweep(record.sweep_id, timeout=WAIT_S)
+        records = stopped.store.list_runs(sweep_id=record.sweep_id, history=True)
+    finally:
+        stopped.close()
+    assert [r.status for r in records] == ["done"] * 3, [r.error for r in records]
+    assert records[0].id == run_id and [r.name for r in records] == [
+        "search-0",
+        "search-1",
+        "search-2",
+    ]
+    assert [row.epoch for row in records[0].history] == list(range(1, 31))  # no epoch twice
+    assert sorted(r.spec["model"]["encoder"]["units"] for r in records) == [2, 3, 4]

@@ -225,15 +225,21 @@ SWEEP_CHILD = """
 """
 
 
-def test_resume_with_a_sweep_id_finishes_a_killed_sweep_without_duplicating_it(tmp_path, capsys):
-    runs = tmp_path / "runs"
-    data = spec(epochs=3, parameters={"model.encoder.units": [3, 4, 5]})
-    process = child(SWEEP_CHILD, str(runs), json.dumps(data))
+def kill_sweep_in_its_second_trial(runs: Path, document: dict, trials: int) -> list:
+    """Run the sweep of `document` in a child process and SIGKILL it once its first trial is
+    done and its second has recorded an epoch (the store holding `trials` runs by then).
+
+    Returns:
+        The sweep's runs after the kill (the killed trial recovered as `interrupted`).
+    """
+    process = child(SWEEP_CHILD, str(runs), json.dumps(document))
     watcher = RunStore(runs, recover=False)
 
     def second_trial_training():
         records = watcher.list_runs(history=True)
-        return len(records) == 3 and records[0].status == "done" and records[1].epochs_done >= 1
+        return (
+            len(records) == trials and records[0].status == "done" and records[1].epochs_done >= 1
+        )
 
     try:
         wait_until(second_trial_training, process, "the second trial's first epoch")
@@ -241,7 +247,13 @@ def test_resume_with_a_sweep_id_finishes_a_killed_sweep_without_duplicating_it(t
         kill(process)
     watcher.close()
     with RunStore(runs) as store:
-        before = store.list_runs()
+        return store.list_runs()
+
+
+def test_resume_with_a_sweep_id_finishes_a_killed_sweep_without_duplicating_it(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    data = spec(epochs=3, parameters={"model.encoder.units": [3, 4, 5]})
+    before = kill_sweep_in_its_second_trial(runs, data, trials=3)
     sweep_id = before[0].sweep_id
     assert [r.status for r in before] == ["done", "interrupted", "queued"]
 

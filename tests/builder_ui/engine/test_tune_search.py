@@ -12,7 +12,8 @@ import os
 import keras
 import pytest
 
-from builder_ui.engine import executors
+from builder_ui.builders import load_spec, sweeps
+from builder_ui.engine import executors, search
 from builder_ui.engine.store import RunStore
 
 pytest.importorskip("optuna")
@@ -48,6 +49,14 @@ def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose(local_ray, tmp_path
     assert sorted(ended) == sorted(result.run_ids)
     assert [record.status for record in records] == ["done"] * 4, [r.error for r in records]
     assert sorted(record.name for record in records) == [f"tune-{i}" for i in range(4)]
+    # The sweep's spec is kept, and each trial's values read back from its run: a stopped
+    # search on Ray can go on with `keras-seq resume` (test_search_resume.py).
+    spec = load_spec(store.sweep_spec(result.sweep_id))
+    assert spec.sweep.method == "bayes" and spec.sweep.num_trials == 4
+    values = search.trial_values(sweeps.trials(spec), records)
+    assert [v["train.learning_rate"] for v in values] == [
+        r.spec["train"]["learning_rate"] for r in records
+    ]
     for record in records:
         assert record.spec["train"]["learning_rate"] in parameters["train.learning_rate"]
         assert record.spec["model"]["encoder"]["cell"] in parameters["model.encoder.cell"]

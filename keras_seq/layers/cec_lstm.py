@@ -27,6 +27,7 @@ from keras.src import backend as keras_backend
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 from keras_seq import validation
+from keras_seq.layers import torch_lstm
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -572,8 +573,9 @@ class CECLSTM(keras.layers.RNN):
         zero_output_for_mask: With `return_sequences`, emit zeros (rather than
             the last valid output) at masked steps.
         use_cudnn: As for `keras.layers.LSTM`: `"auto"` (default) runs on the
-            backend's fused LSTM kernel (cuDNN on a GPU) when the cell allows it
-            (see `fused_kernel_refusal`) and the backend can, else the cell's own
+            backend's fused LSTM kernel (cuDNN on a GPU; PyTorch's own CPU kernel
+            on the torch backend, `keras_seq.layers.torch_lstm`) when the cell
+            allows it (see `fused_kernel_refusal`) and the backend can, else the cell's own
             loop; True demands the kernel (an error where it cannot run); False
             always runs the cell's own loop. The 1997 cell runs on the kernel
             with its forget gate pinned open (`CECLSTMCell.fused_weights`).
@@ -772,10 +774,27 @@ class CECLSTM(keras.layers.RNN):
         return cls(**config)
 
 
-def _fused_lstm(*args, **kwargs):
+def _fused_lstm(inputs, initial_state_h, initial_state_c, mask, **kwargs):
     """The backend's fused LSTM (`keras.layers.LSTM`'s); raises NotImplementedError when it
-    cannot run (TensorFlow and JAX without a GPU). A function of its own so tests can spy."""
-    return keras_backend.lstm(*args, **kwargs)
+    cannot run (TensorFlow and JAX without a GPU). On PyTorch on a CPU, where Keras's
+    function is a Python loop, PyTorch's own CPU kernel runs instead when it can
+    (`keras_seq.layers.torch_lstm`). A function of its own so tests can spy."""
+    if keras.backend.backend() == "torch":
+        native = torch_lstm.lstm(
+            inputs,
+            initial_state_h,
+            initial_state_c,
+            mask,
+            kernel=kwargs["kernel"],
+            recurrent_kernel=kwargs["recurrent_kernel"],
+            bias=kwargs["bias"],
+            return_sequences=kwargs["return_sequences"],
+            go_backwards=kwargs["go_backwards"],
+            unroll=kwargs["unroll"],
+        )
+        if native is not None:
+            return native
+    return keras_backend.lstm(inputs, initial_state_h, initial_state_c, mask, **kwargs)
 
 
 # Read-only views of the cell's arguments: `layer.units`, `layer.forget_gate`, ...

@@ -2,9 +2,11 @@
 
 `keras.layers.LSTM` hands its loop to the backend's fused LSTM (cuDNN on a GPU), and so does
 `CECLSTM` where its cell is that kernel's: the forget-gate cell with tanh and sigmoid, and the
-1997 cell with its forget gate pinned open. On a CPU the kernel declines (TensorFlow, JAX) or
-runs as a plain loop (PyTorch), so these tests spy on the call to see when it is made, and
-check the pinned formulation against an independent NumPy version of the 1997 equations.
+1997 cell with its forget gate pinned open. On a CPU the kernel declines (TensorFlow, JAX), so
+these tests spy on the call to see when it is made, and check the pinned formulation against an
+independent NumPy version of the 1997 equations. On PyTorch on a CPU, PyTorch's own LSTM kernel
+runs (`keras_seq.layers.torch_lstm`): its outputs and gradients are checked against the cell's
+own loop, and the cases it must decline are checked to decline.
 """
 
 import keras
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 
 from keras_seq import layers
-from keras_seq.layers import cec_lstm
+from keras_seq.layers import cec_lstm, torch_lstm
 
 pytestmark = pytest.mark.backend_agnostic
 
@@ -130,8 +132,102 @@ def test_no_gradient_reaches_the_pinned_blocks():
 def test_use_cudnn_true_is_refused_where_the_kernel_cannot_run():
     layer = layers.CECLSTM(UNITS, forget_gate=True, use_cudnn=True)
     if keras.backend.backend() == "torch":
-        # PyTorch's fused function runs on a CPU too (as a loop of its own).
+        # PyTorch's own LSTM kernel runs on a CPU too (keras_seq.layers.torch_lstm).
         assert keras.ops.convert_to_numpy(layer(sequence())).shape == (2, UNITS)
         return
     with pytest.raises(ValueError, match="use_cudnn=True asks for the fused LSTM kernel"):
         layer(sequence())
+
+
+# --- PyTorch's CPU kernel (the torch backend) -------------------------------------------------
+
+torch_only = pytest.mark.skipif(
+    keras.backend.backend() != "torch", reason="PyTorch's CPU LSTM kernel is for the torch backend"
+)
+
+
+@pytest.fixture
+def native(monkeypatch):
+    """Records whether each call of PyTorch's kernel ran (True) or declined (None → False)."""
+    ran = []
+    real = torch_lstm.lstm
+
+    def recording(*args, **kwargs):
+        result = real(*args, **kwargs)
+        ran.append(result is not None)
+        return result
+
+    monkeypatch.setattr(torch_lstm, "lstm", recording)
+    return ran
+
+
+def _outputs_and_gradients(layer, x, state):
+    """The layer's outputs (all, as a list) and the gradient of their sum for every weight."""
+    import torch
+
+    inputs = torch.tensor(x)
+    initial = [torch.tensor(s) for s in state]
+    outputs = layer(inputs, initial_state=initial, training=True)
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    total = sum(o.sum() for o in outputs)
+    weights = [w.value for w in layer.trainable_weights]
+    grads = torch.autograd.grad(total, weights)
+    return [o.detach().numpy() for o in outputs], [g.numpy() for g in grads]
+
+
+@torch_only
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"forget_gate": True, "return_sequences": True},
+        {"forget_gate": True, "use_bias": False, "return_state": True},
+        {"return_sequences": True, "go_backwards": True},
+        {"return_state": True},
+    ],
+    ids=["forget_gate", "no_bias_states", "1997_backwards", "1997_states"],
+)
+def test_pytorchs_cpu_kernel_computes_the_cells_own_loop_and_its_gradients(native, options):
+    x = sequence(batch=3, time=8, seed=3)
+    rng = np.random.default_rng(4)
+    state = [rng.normal(size=(3, UNITS)).astype("float32") for _ in range(2)]
+    fused = layers.CECLSTM(UNITS, **options)
+    loop = layers.CECLSTM(UNITS, use_cudnn=False, **options)
+    fused(x)
+    loop(x)
+    weights = [rng.normal(scale=0.5, size=w.shape).astype("float32") for w in fused.get_weights()]
+    fused.set_weights(weights)
+    loop.set_weights(weights)
+    fused_out, fused_grads = _outputs_and_gradients(fused, x, state)
+    assert native and all(native)  # PyTorch's kernel ran
+    loop_out, loop_grads = _outputs_and_gradients(loop, x, state)
+    # Both float32 over eight steps, summed in different orders: about 1e-7 apart; 1e-5 leaves
+    # room for the gradients, which add up eight steps of products.
+    for a, b in zip(fused_out, loop_out, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+    for a, b in zip(fused_grads, loop_grads, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+@torch_only
+def test_pytorchs_cpu_kernel_declines_a_mask_and_the_cells_loop_runs(native):
+    x = sequence(batch=2, time=6, seed=5)
+    mask = np.array([[1] * 6, [1] * 3 + [0] * 3], dtype=bool)
+    fused = layers.CECLSTM(UNITS, forget_gate=True)
+    loop = layers.CECLSTM(UNITS, forget_gate=True, use_cudnn=False)
+    fused(x)
+    loop(x)
+    loop.set_weights(fused.get_weights())
+    native.clear()  # the unmasked calls that built the layers ran it
+    got = keras.ops.convert_to_numpy(fused(x, mask=mask))
+    assert native == [False]  # declined: the mask
+    np.testing.assert_allclose(
+        got, keras.ops.convert_to_numpy(loop(x, mask=mask)), atol=1e-6, rtol=0
+    )
+
+
+@torch_only
+def test_pytorchs_cpu_kernel_declines_mixed_precision(native):
+    layer = layers.CECLSTM(UNITS, forget_gate=True, dtype="mixed_bfloat16")
+    output = layer(sequence())
+    assert native == [False]
+    assert keras.backend.standardize_dtype(output.dtype) == "bfloat16"

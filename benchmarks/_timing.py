@@ -227,6 +227,7 @@ def environment() -> dict[str, object]:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpu_model": cpu_model(),
+        "cpu_vector_extensions": cpu_vector_extensions(),
         "cpu_count": os.cpu_count(),
         "usable_cpus": usable_cpus,
         "load_average": load_average(),
@@ -247,6 +248,28 @@ def cpu_model() -> str | None:
                 key, _, value = line.partition(":")
                 if key.strip() == "model name":
                     return value.strip() or None
+    except OSError:
+        pass
+    return None
+
+
+# The instruction-set extensions that decide which kernels a library runs on an x86 CPU.
+_VECTOR_EXTENSIONS = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
+
+
+def cpu_vector_extensions() -> list[str] | None:
+    """Which of `_VECTOR_EXTENSIONS` the CPU has (Linux `/proc/cpuinfo` flags), or None.
+
+    Two chips sold under one name (a cloud "AMD EPYC") can differ here, and with them the
+    ratios between libraries: the flags tell such machines apart in the results.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
+            for line in file:
+                key, _, value = line.partition(":")
+                if key.strip() == "flags":
+                    flags = set(value.split())
+                    return [name for name in _VECTOR_EXTENSIONS if name in flags]
     except OSError:
         pass
     return None
@@ -410,9 +433,11 @@ def spread(summary: Mapping[str, float], digits: int = 2) -> str:
 def machine_line(environment: Mapping) -> str:
     """The Markdown list item on the machine and its load around the timing."""
     load = environment["load_average_timing"]
+    found = environment.get("cpu_vector_extensions")
+    extensions = f" ({', '.join(found) or 'no AVX'})" if found is not None else ""
     return (
-        f"- Machine: {environment['platform']}, {environment.get('cpu_model') or 'CPU unknown'}, "
-        f"{environment['usable_cpus']} usable CPUs; "
+        f"- Machine: {environment['platform']}, {environment.get('cpu_model') or 'CPU unknown'}"
+        f"{extensions}, {environment['usable_cpus']} usable CPUs; "
         f"load average {format_load(load['start'])} before timing, "
         f"{format_load(load['end'])} after."
     )

@@ -11,6 +11,9 @@ Cases (PyTorch 2.x modules, `batch_first`, no dropout):
 
 - LSTM, B 64 × T 100 × 32 → 128, a linear head on the last state: `CECLSTM(forget_gate=True)`,
   the 1997 `CECLSTM`, `keras.layers.LSTM` against `torch.nn.LSTM`.
+- The same LSTMs on right-padded sequences of 50 to 100 steps (lengths drawn uniformly, the
+  padding zeros): Keras's models read a `Masking` layer's mask, PyTorch's LSTM the packed
+  sequences (`pack_padded_sequence`), the head on each sequence's last real state.
 - Transformer encoder block, B 8 × L {128, 512} × 256, 8 heads, ff 1024, post-LN, ReLU, the
   mean over time into a linear head: `TransformerEncoderBlock` against
   `torch.nn.TransformerEncoderLayer`.
@@ -105,6 +108,14 @@ def keras_recurrent(keras, make_layer, x, y, jit_compile="auto"):
     return _keras_step(keras, inputs, outputs, x, y, jit_compile)
 
 
+def keras_recurrent_masked(keras, make_layer, x, y, jit_compile="auto"):
+    """As `keras_recurrent`, the layer reading the mask of the all-zero (padded) steps."""
+    inputs = keras.Input(x.shape[1:])
+    masked = keras.layers.Masking(0.0)(inputs)
+    outputs = keras.layers.Dense(1)(make_layer()(masked))
+    return _keras_step(keras, inputs, outputs, x, y, jit_compile)
+
+
 def keras_encoder(keras, x, y, jit_compile="auto"):
     from keras_seq import layers
 
@@ -164,6 +175,16 @@ def torch_models(torch):
 
         def forward(self, x):
             _, (h, _) = self.lstm(x)
+            return self.head(h[-1])
+
+    class PackedLastState(LastState):
+        """`LastState` on packed right-padded sequences: the state after each one's end."""
+
+        def forward(self, x, lengths):
+            packed = nn.utils.rnn.pack_padded_sequence(
+                x, lengths, batch_first=True, enforce_sorted=False
+            )
+            _, (h, _) = self.lstm(packed)
             return self.head(h[-1])
 
     class Encoder(nn.Module):
@@ -234,7 +255,7 @@ def torch_models(torch):
                 tokens.append(token)
             return torch.stack(tokens, dim=1)
 
-    return LastState, Encoder, Decoder, AttentionHead, GreedyDecoder
+    return LastState, PackedLastState, Encoder, Decoder, AttentionHead, GreedyDecoder
 
 
 # ------------------------------------------------------------------------------- the cases
@@ -253,7 +274,7 @@ def build_cases(settings, log):
     keras.utils.set_random_seed(settings.seed)
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
-    LastState, Encoder, Decoder, AttentionHead, GreedyDecoder = torch_models(torch)
+    LastState, PackedLastState, Encoder, Decoder, AttentionHead, GreedyDecoder = torch_models(torch)
 
     def arrays(*shape):
         value = rng.standard_normal(shape).astype("float32")
@@ -279,17 +300,31 @@ def build_cases(settings, log):
     group = f"LSTM B{batch}×T{time_steps}×32→128"
     ref = "torch.nn.LSTM"
     add(group, ref, _torch_step(torch, LastState(32, 128), (x_t,), y_t), ref)
-    for label, make_layer in (
-        ("CECLSTM forget", lambda: layers.CECLSTM(128, forget_gate=True)),
-        ("CECLSTM 1997", lambda: layers.CECLSTM(128)),
-        ("keras LSTM", lambda: keras.layers.LSTM(128)),
-    ):
-        add_keras(
-            group,
-            label,
-            lambda jit, make_layer=make_layer: keras_recurrent(keras, make_layer, x, y, jit),
-            ref,
-        )
+
+    def add_lstms(group, suffix, model, x, reference):
+        for label, make_layer in (
+            ("CECLSTM forget", lambda: layers.CECLSTM(128, forget_gate=True)),
+            ("CECLSTM 1997", lambda: layers.CECLSTM(128)),
+            ("keras LSTM", lambda: keras.layers.LSTM(128)),
+        ):
+            add_keras(
+                group,
+                label + suffix,
+                lambda jit, make_layer=make_layer: model(keras, make_layer, x, y, jit),
+                reference,
+            )
+
+    add_lstms(group, "", keras_recurrent, x, ref)
+
+    # Right-padded: each sequence's steps past its length are zeros (the mask).
+    lengths = rng.integers(time_steps // 2, time_steps + 1, size=batch)
+    padded = keras.ops.convert_to_numpy(x) * (np.arange(time_steps) < lengths[:, None])[..., None]
+    x, x_t = keras.ops.convert_to_tensor(padded), torch.from_numpy(padded)
+    group = f"LSTM right-padded B{batch}×T{time_steps // 2}–{time_steps}×32→128"
+    ref = "torch.nn.LSTM packed"
+    packed_model = PackedLastState(32, 128)
+    add(group, ref, _torch_step(torch, packed_model, (x_t, torch.from_numpy(lengths)), y_t), ref)
+    add_lstms(group, ", masked", keras_recurrent_masked, x, ref)
 
     d = 256
     for length in settings.lengths:

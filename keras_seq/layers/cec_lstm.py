@@ -738,6 +738,7 @@ class CECLSTM(keras.layers.RNN):
                     return_sequences=self.return_sequences,
                     go_backwards=self.go_backwards,
                     unroll=self.unroll,
+                    zero_output_for_mask=self.zero_output_for_mask,
                 )
             except NotImplementedError:
                 pass  # the backend declined (no GPU, a mask it cannot take)
@@ -774,11 +775,14 @@ class CECLSTM(keras.layers.RNN):
         return cls(**config)
 
 
-def _fused_lstm(inputs, initial_state_h, initial_state_c, mask, **kwargs):
+def _fused_lstm(
+    inputs, initial_state_h, initial_state_c, mask, *, zero_output_for_mask=False, **kwargs
+):
     """The backend's fused LSTM (`keras.layers.LSTM`'s); raises NotImplementedError when it
     cannot run (TensorFlow and JAX without a GPU). On PyTorch on a CPU, where Keras's
     function is a Python loop, PyTorch's own CPU kernel runs instead when it can
-    (`keras_seq.layers.torch_lstm`). A function of its own so tests can spy."""
+    (`keras_seq.layers.torch_lstm`), given the layer's `zero_output_for_mask` (Keras's
+    function takes none). A function of its own so tests can spy."""
     if keras.backend.backend() == "torch":
         native = torch_lstm.lstm(
             inputs,
@@ -791,6 +795,7 @@ def _fused_lstm(inputs, initial_state_h, initial_state_c, mask, **kwargs):
             return_sequences=kwargs["return_sequences"],
             go_backwards=kwargs["go_backwards"],
             unroll=kwargs["unroll"],
+            zero_output_for_mask=zero_output_for_mask,
         )
         if native is not None:
             return native

@@ -161,18 +161,31 @@ def native(monkeypatch):
     return ran
 
 
-def _outputs_and_gradients(layer, x, state):
+def _outputs_and_gradients(layer, x, state, mask=None):
     """The layer's outputs (all, as a list) and the gradient of their sum for every weight."""
     import torch
 
     inputs = torch.tensor(x)
     initial = [torch.tensor(s) for s in state]
-    outputs = layer(inputs, initial_state=initial, training=True)
+    mask = None if mask is None else torch.tensor(mask)
+    outputs = layer(inputs, initial_state=initial, mask=mask, training=True)
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     total = sum(o.sum() for o in outputs)
     weights = [w.value for w in layer.trainable_weights]
     grads = torch.autograd.grad(total, weights)
     return [o.detach().numpy() for o in outputs], [g.numpy() for g in grads]
+
+
+def _fused_and_loop(options, x, rng):
+    """The same layer twice, on PyTorch's kernel and on the cell's own loop, equal weights."""
+    fused = layers.CECLSTM(UNITS, **options)
+    loop = layers.CECLSTM(UNITS, use_cudnn=False, **options)
+    fused(x)
+    loop(x)
+    weights = [rng.normal(scale=0.5, size=w.shape).astype("float32") for w in fused.get_weights()]
+    fused.set_weights(weights)
+    loop.set_weights(weights)
+    return fused, loop
 
 
 @torch_only
@@ -190,13 +203,7 @@ def test_pytorchs_cpu_kernel_computes_the_cells_own_loop_and_its_gradients(nativ
     x = sequence(batch=3, time=8, seed=3)
     rng = np.random.default_rng(4)
     state = [rng.normal(size=(3, UNITS)).astype("float32") for _ in range(2)]
-    fused = layers.CECLSTM(UNITS, **options)
-    loop = layers.CECLSTM(UNITS, use_cudnn=False, **options)
-    fused(x)
-    loop(x)
-    weights = [rng.normal(scale=0.5, size=w.shape).astype("float32") for w in fused.get_weights()]
-    fused.set_weights(weights)
-    loop.set_weights(weights)
+    fused, loop = _fused_and_loop(options, x, rng)
     fused_out, fused_grads = _outputs_and_gradients(fused, x, state)
     assert native and all(native)  # PyTorch's kernel ran
     loop_out, loop_grads = _outputs_and_gradients(loop, x, state)
@@ -208,15 +215,64 @@ def test_pytorchs_cpu_kernel_computes_the_cells_own_loop_and_its_gradients(nativ
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
 
 
+# Right-padded sequences of 5, 8 (no padding) and 1 steps: PyTorch packs them longest first,
+# so the rows are reordered and put back.
+RIGHT_PADDED = np.arange(8) < np.array([[5], [8], [1]])
+
+
 @torch_only
-def test_pytorchs_cpu_kernel_declines_a_mask_and_the_cells_loop_runs(native):
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"forget_gate": True, "return_sequences": True, "return_state": True},
+        {"forget_gate": True, "return_sequences": True, "zero_output_for_mask": True},
+        {"forget_gate": True, "zero_output_for_mask": True},
+        {"return_sequences": True, "go_backwards": True, "return_state": True},
+        {"forget_gate": True, "go_backwards": True, "zero_output_for_mask": True},
+        {"return_state": True},
+    ],
+    ids=[
+        "sequences_states",
+        "zero_outputs",
+        "last_output_zeroed",
+        "1997_backwards",
+        "backwards_zero_outputs",
+        "1997_last",
+    ],
+)
+def test_pytorchs_cpu_kernel_reads_right_padded_sequences_as_the_masked_loop(native, options):
+    """The packed kernel lays out padded steps, states and gradients as Keras's masked loop."""
+    x = sequence(batch=3, time=8, seed=6)
+    rng = np.random.default_rng(7)
+    state = [rng.normal(size=(3, UNITS)).astype("float32") for _ in range(2)]
+    fused, loop = _fused_and_loop(options, x, rng)
+    native.clear()
+    fused_out, fused_grads = _outputs_and_gradients(fused, x, state, RIGHT_PADDED)
+    assert native == [True]  # PyTorch's kernel ran, on the packed sequences
+    loop_out, loop_grads = _outputs_and_gradients(loop, x, state, RIGHT_PADDED)
+    # float32 over at most eight steps, as in the unmasked test above.
+    for a, b in zip(fused_out, loop_out, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+    for a, b in zip(fused_grads, loop_grads, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+@torch_only
+@pytest.mark.parametrize(
+    "mask",
+    [
+        [[0, 0, 1, 1, 1, 1], [1] * 6],  # padded at the start
+        [[1, 1, 0, 1, 1, 0], [1] * 6],  # a hole
+        [[0] * 6, [1] * 3 + [0] * 3],  # an empty sequence
+    ],
+    ids=["left_padded", "hole", "empty_row"],
+)
+def test_pytorchs_cpu_kernel_declines_other_masks_and_the_cells_loop_runs(native, mask):
     x = sequence(batch=2, time=6, seed=5)
-    mask = np.array([[1] * 6, [1] * 3 + [0] * 3], dtype=bool)
-    fused = layers.CECLSTM(UNITS, forget_gate=True)
-    loop = layers.CECLSTM(UNITS, forget_gate=True, use_cudnn=False)
-    fused(x)
-    loop(x)
-    loop.set_weights(fused.get_weights())
+    mask = np.array(mask, dtype=bool)
+    fused, loop = _fused_and_loop(
+        {"forget_gate": True, "return_sequences": True}, x, np.random.default_rng(8)
+    )
     native.clear()  # the unmasked calls that built the layers ran it
     got = keras.ops.convert_to_numpy(fused(x, mask=mask))
     assert native == [False]  # declined: the mask

@@ -739,6 +739,7 @@ class CECLSTM(keras.layers.RNN):
                     go_backwards=self.go_backwards,
                     unroll=self.unroll,
                     zero_output_for_mask=self.zero_output_for_mask,
+                    final_cell_state=self.return_state or self.stateful,
                 )
             except NotImplementedError:
                 pass  # the backend declined (no GPU, a mask it cannot take)
@@ -776,13 +777,21 @@ class CECLSTM(keras.layers.RNN):
 
 
 def _fused_lstm(
-    inputs, initial_state_h, initial_state_c, mask, *, zero_output_for_mask=False, **kwargs
+    inputs,
+    initial_state_h,
+    initial_state_c,
+    mask,
+    *,
+    zero_output_for_mask=False,
+    final_cell_state=True,
+    **kwargs,
 ):
     """The backend's fused LSTM (`keras.layers.LSTM`'s); raises NotImplementedError when it
     cannot run (TensorFlow and JAX without a GPU). On PyTorch on a CPU, where Keras's
     function is a Python loop, PyTorch's own CPU kernel runs instead when it can
-    (`keras_seq.layers.torch_lstm`), given the layer's `zero_output_for_mask` (Keras's
-    function takes none). A function of its own so tests can spy."""
+    (`keras_seq.layers.torch_lstm`), given the layer's `zero_output_for_mask` and whether
+    it reads the final cell state (Keras's function takes neither). A function of its
+    own so tests can spy."""
     if keras.backend.backend() == "torch":
         native = torch_lstm.lstm(
             inputs,
@@ -796,6 +805,7 @@ def _fused_lstm(
             go_backwards=kwargs["go_backwards"],
             unroll=kwargs["unroll"],
             zero_output_for_mask=zero_output_for_mask,
+            final_cell_state=final_cell_state,
         )
         if native is not None:
             return native

@@ -230,6 +230,9 @@ RIGHT_PADDED = np.arange(8) < np.array([[5], [8], [1]])
         {"return_sequences": True, "go_backwards": True, "return_state": True},
         {"forget_gate": True, "go_backwards": True, "zero_output_for_mask": True},
         {"return_state": True},
+        {"forget_gate": True, "return_sequences": True},
+        {"forget_gate": True},
+        {"return_sequences": True, "go_backwards": True},
     ],
     ids=[
         "sequences_states",
@@ -238,10 +241,14 @@ RIGHT_PADDED = np.arange(8) < np.array([[5], [8], [1]])
         "1997_backwards",
         "backwards_zero_outputs",
         "1997_last",
+        "sequences",
+        "last_output",
+        "1997_backwards_sequences",
     ],
 )
 def test_pytorchs_cpu_kernel_reads_right_padded_sequences_as_the_masked_loop(native, options):
-    """The packed kernel lays out padded steps, states and gradients as Keras's masked loop."""
+    """The kernel lays out padded steps, states and gradients as Keras's masked loop, on the
+    packed sequences (`return_state`) and on the padded batch (the others)."""
     x = sequence(batch=3, time=8, seed=6)
     rng = np.random.default_rng(7)
     state = [rng.normal(size=(3, UNITS)).astype("float32") for _ in range(2)]
@@ -255,6 +262,66 @@ def test_pytorchs_cpu_kernel_reads_right_padded_sequences_as_the_masked_loop(nat
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
     for a, b in zip(fused_grads, loop_grads, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+@torch_only
+@pytest.mark.parametrize(
+    ("options", "packed"),
+    [
+        ({"return_state": True}, True),
+        ({"stateful": True}, True),
+        ({"return_sequences": True}, False),
+        ({"go_backwards": True, "zero_output_for_mask": True}, False),
+    ],
+    ids=["return_state", "stateful", "sequences", "backwards"],
+)
+def test_only_a_layer_that_reads_its_final_cell_state_runs_the_packed_kernel(
+    monkeypatch, options, packed
+):
+    """The packed kernel, several times slower on a CPU, runs only where `c` is read."""
+    calls = []
+    real = torch_lstm._run_packed
+
+    def recording(*args, **kwargs):
+        calls.append(True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch_lstm, "_run_packed", recording)
+    x = sequence(batch=3, time=8, seed=9)
+    layer = layers.CECLSTM(UNITS, forget_gate=True, **options)
+    layer(x, mask=RIGHT_PADDED)
+    assert calls == ([True] if packed else [])
+
+
+@torch_only
+@pytest.mark.parametrize("go_backwards", [False, True], ids=["forwards", "backwards"])
+def test_on_the_padded_batch_h_is_each_sequences_last_real_steps(go_backwards):
+    """`final_cell_state=False`: the h returned is the masked loop's; c is not computed."""
+    x = sequence(batch=3, time=8, seed=10)
+    rng = np.random.default_rng(11)
+    state = [rng.normal(size=(3, UNITS)).astype("float32") for _ in range(2)]
+    options = {"forget_gate": True, "return_state": True, "go_backwards": go_backwards}
+    fused, loop = _fused_and_loop(options, x, rng)
+    kernel, recurrent_kernel, bias = fused.cell.fused_weights()
+    _, _, (h, c) = torch_lstm.lstm(
+        x,
+        state[0],
+        state[1],
+        RIGHT_PADDED,
+        kernel=kernel,
+        recurrent_kernel=recurrent_kernel,
+        bias=bias,
+        return_sequences=False,
+        go_backwards=go_backwards,
+        unroll=False,
+        final_cell_state=False,
+    )
+    _, loop_h, _ = loop(x, initial_state=state, mask=RIGHT_PADDED)
+    # float32 over at most eight steps, as above.
+    np.testing.assert_allclose(
+        h.detach().numpy(), keras.ops.convert_to_numpy(loop_h), atol=1e-5, rtol=0
+    )
+    assert not c.detach().numpy().any()
 
 
 @torch_only

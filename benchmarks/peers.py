@@ -38,6 +38,11 @@ beside it):
     python benchmarks/peers.py             # 7 rounds, a few minutes on 2 CPU cores
     python benchmarks/peers.py --quick     # smoke run; not a measurement
     KERAS_BACKEND=jax python benchmarks/peers.py --output-dir benchmarks/results/jax
+    python benchmarks/peers.py --groups encoder --rounds 21 --output-dir /tmp/encoder
+
+`--groups PATTERN` times only the groups whose name matches the regular expression (case
+not minded), each with its PyTorch reference: more rounds of the cases you care about in
+the same time, and fewer other models in memory between them.
 
 Writes benchmarks/results/peers.json (every sample and the environment) and
 benchmarks/results/peers.md (the table).
@@ -48,6 +53,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import re
 
 import _timing
 
@@ -62,6 +68,7 @@ class Settings:
     seed: int = 0
     quick: bool = False
     lengths: tuple[int, ...] = (128, 512)
+    groups: str | None = None  # a regular expression: only the groups it matches
 
 
 def parse_args(argv=None):
@@ -74,8 +81,18 @@ def parse_args(argv=None):
         warmup=2,
     )
     _timing.add_seed_argument(parser)
+    parser.add_argument(
+        "--groups",
+        metavar="PATTERN",
+        help="time only the groups whose name matches this regular expression (e.g. encoder)",
+    )
     _timing.add_output_arguments(parser, "peers")
     args = parser.parse_args(argv)
+    if args.groups is not None:
+        try:
+            re.compile(args.groups)
+        except re.error as error:
+            parser.error(f"--groups: {args.groups!r} is not a regular expression ({error})")
     _timing.apply_quick(parser, args)
     args.settings = Settings(
         rounds=args.rounds,
@@ -84,6 +101,7 @@ def parse_args(argv=None):
         seed=args.seed,
         quick=args.quick,
         lengths=(32,) if args.quick else (128, 512),
+        groups=args.groups,
     )
     return args
 
@@ -284,12 +302,18 @@ def build_cases(settings, log):
     # TensorFlow leaves XLA off on a CPU by default; each keras_seq model is timed both ways.
     xla = keras.backend.backend() == "tensorflow"
 
+    def selected(group):
+        return settings.groups is None or re.search(settings.groups, group, re.IGNORECASE)
+
     def add(group, name, made, reference, tokens=None):
-        step, parameters = made
-        cases[name] = (step, parameters, group, reference, tokens)
+        if selected(group):
+            step, parameters = made
+            cases[name] = (step, parameters, group, reference, tokens)
 
     def add_keras(group, name, make, reference):
         """A Keras case, and on TensorFlow the same model with `jit_compile=True` (`+XLA`)."""
+        if not selected(group):
+            return  # not built
         add(group, name, make("auto"), reference)
         if xla:
             add(group, f"{name} +XLA", make(True), reference)
@@ -363,28 +387,33 @@ def build_cases(settings, log):
         ref,
     )
 
-    vocab, source_length, length = 1000, 30, 30
-    source = rng.integers(3, vocab, size=(64, source_length)).astype("int32")
-    model = RNNSeq2Seq(vocab, vocab, cell="gru", units=128, attention="bahdanau", embedding_dim=64)
-    decode = compile_decoder(model, length, end_token=None)
-    source_keras = keras.ops.convert_to_tensor(source)
-    decoder = GreedyDecoder(vocab, 64, 128).eval()
-    source_torch = torch.from_numpy(source.astype("int64"))
-
-    def torch_greedy():
-        with torch.inference_mode():
-            decoder(source_torch, length)
-
-    def keras_greedy():
-        keras.ops.convert_to_numpy(decode(source_keras).ids)
-
     group = "greedy decoding B64, 30 tokens"
-    ref = "torch greedy loop"
-    tokens = 64 * length
-    params = sum(p.numel() for p in decoder.parameters())
-    add(group, ref, (torch_greedy, params), ref, tokens)
-    add(group, "RNNSeq2Seq compile_decoder", (keras_greedy, model.count_params()), ref, tokens)
+    if selected(group):  # the decoders are built only when timed
+        vocab, source_length, length = 1000, 30, 30
+        source = rng.integers(3, vocab, size=(64, source_length)).astype("int32")
+        model = RNNSeq2Seq(
+            vocab, vocab, cell="gru", units=128, attention="bahdanau", embedding_dim=64
+        )
+        decode = compile_decoder(model, length, end_token=None)
+        source_keras = keras.ops.convert_to_tensor(source)
+        decoder = GreedyDecoder(vocab, 64, 128).eval()
+        source_torch = torch.from_numpy(source.astype("int64"))
 
+        def torch_greedy():
+            with torch.inference_mode():
+                decoder(source_torch, length)
+
+        def keras_greedy():
+            keras.ops.convert_to_numpy(decode(source_keras).ids)
+
+        ref = "torch greedy loop"
+        tokens = 64 * length
+        params = sum(p.numel() for p in decoder.parameters())
+        add(group, ref, (torch_greedy, params), ref, tokens)
+        add(group, "RNNSeq2Seq compile_decoder", (keras_greedy, model.count_params()), ref, tokens)
+
+    if not cases:
+        raise SystemExit(f"--groups: {settings.groups!r} matches no group of cases")
     for name, (step, *_rest) in cases.items():
         first = _timing.warm_up(step, settings.warmup_steps)
         log(f"built {name:<36} first step {first:6.2f} s")
@@ -434,6 +463,8 @@ def markdown(record):
         _timing.machine_line(environment),
         "",
     ]
+    if record["settings"].get("groups"):
+        lines += [f"Only the groups matching `{record['settings']['groups']}` (`--groups`).", ""]
     rows = []
     for entry in record["results"]:
         tokens = entry.get("tokens_per_s")

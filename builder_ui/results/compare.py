@@ -362,6 +362,24 @@ def page_of(table, page: int = 1, size: int = PAGE_SIZE):
     return table.iloc[(page - 1) * size : page * size], page, pages
 
 
+# Up to this many epochs each has its tick; beyond, matplotlib spaces whole-number ticks.
+EVERY_EPOCH_TICKS = 12
+
+
+def label_epochs(axes, epochs: Iterable[int]) -> None:
+    """Put an epoch axis's ticks on whole epochs.
+
+    matplotlib's own ticks fall between epochs when there are few of them (0.96, 0.98, ...
+    around a single epoch); a figure of up to `EVERY_EPOCH_TICKS` epochs gets one tick per
+    epoch drawn, a longer one whole-number ticks only.
+    """
+    drawn = sorted({int(epoch) for epoch in epochs})
+    if 0 < len(drawn) <= EVERY_EPOCH_TICKS:
+        axes.set_xticks(drawn)
+    else:
+        axes.xaxis.get_major_locator().set_params(integer=True)
+
+
 def plot_curves(store: RunStore, run_ids: Iterable[str], metric: str = "val_loss"):
     """One `matplotlib.figure.Figure` with `metric` per epoch for each run, overlaid.
 
@@ -376,6 +394,7 @@ def plot_curves(store: RunStore, run_ids: Iterable[str], metric: str = "val_loss
     axes = figure.add_subplot()
     logged: set[str] = set()
     drawn = 0
+    every_epoch: set[int] = set()
     for record in records:
         for row in record.history:
             logged.update(row.metrics)
@@ -384,6 +403,7 @@ def plot_curves(store: RunStore, run_ids: Iterable[str], metric: str = "val_loss
             axes.plot(
                 epochs, values, marker="o", markersize=3, label=f"{record.name} ({record.id})"
             )
+            every_epoch.update(epochs)
             drawn += 1
     if not drawn:
         raise ValueError(
@@ -391,6 +411,7 @@ def plot_curves(store: RunStore, run_ids: Iterable[str], metric: str = "val_loss
             f"logged ({sorted(logged) or 'none yet'}), got {metric!r}."
         )
     axes.set_xlabel("epoch")
+    label_epochs(axes, every_epoch)
     axes.set_ylabel(metric)
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")

@@ -22,6 +22,7 @@ from builder_ui.engine import search
 from builder_ui.engine.queued_search import QueuedSearch
 from builder_ui.engine.store import FINAL_STATUSES, RunNotFoundError, RunRecord
 from builder_ui.engine.train import preflight
+from builder_ui.results.compare import label_epochs
 from builder_ui.specs import ExperimentSpec, SpecError
 
 # At most this many runs from one click (a sweep's trials, or presets).
@@ -637,7 +638,7 @@ def live_curves_figure(ctx: AppContext, run_id: str | None):
         axes.set_ylabel("loss" if _is_loss(group[0]) else "metric")
         axes.grid(alpha=0.3)
         axes.legend(fontsize="small", loc="best")
-        axes.xaxis.get_major_locator().set_params(integer=True)
+        label_epochs(axes, frame["epoch"])
     figure.suptitle(f"{ctx.store.get(run_id, history=False).name} ({run_id})", fontsize="medium")
     return figure
 

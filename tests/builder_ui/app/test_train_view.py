@@ -120,6 +120,8 @@ def test_the_live_curves_draw_each_logged_metric_of_the_run_with_a_legend(sweep)
     for name, (epochs, values) in expected.items():
         assert drawn[name][0] == epochs
         assert drawn[name][1] == pytest.approx(values, rel=1e-12)  # the stored floats, as drawn
+    for axes in figure.axes:  # one tick per epoch, none between two (a short run)
+        assert list(axes.get_xticks()) == [e.epoch for e in history]
     assert curves_key(ctx, first) == f"{first}:{len(history)}"
 
 

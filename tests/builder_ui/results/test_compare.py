@@ -142,6 +142,27 @@ def test_curves_of_several_runs_on_one_figure(store):
         plot_curves(store, store.ids, metric="val_accuracy")
 
 
+@pytest.mark.parametrize(
+    ("epochs", "ticks"),
+    [(1, [1]), (2, [1, 2]), (12, list(range(1, 13)))],
+)
+def test_the_epoch_axis_ticks_each_epoch_of_a_short_run(tmp_path, epochs, ticks):
+    # matplotlib's own ticks around one epoch are 0.96, 0.98, ..., 1.04: not epochs.
+    with RunStore(tmp_path / "runs") as store:
+        run = _finished_run(store, _spec(8, 0.01), [0.5] * epochs, accuracy=0.5)
+        (axes,) = plot_curves(store, [run]).axes
+        assert list(axes.get_xticks()) == ticks
+
+
+def test_the_epoch_axis_of_a_long_run_has_whole_number_ticks_only(tmp_path):
+    with RunStore(tmp_path / "runs") as store:
+        run = _finished_run(store, _spec(8, 0.01), [0.5 / e for e in range(1, 41)], accuracy=0.5)
+        (axes,) = plot_curves(store, [run]).axes
+        axes.figure.canvas.draw()  # the locator places the ticks when the axes are drawn
+        ticks = [tick for tick in axes.get_xticks() if 1 <= tick <= 40]
+        assert 2 <= len(ticks) < 40 and all(float(tick).is_integer() for tick in ticks), ticks
+
+
 def test_final_metrics_are_named_as_validation_metrics_and_epochs_run_as_recorded(store):
     # Planned 3 epochs, recorded 1 (stopped early), finished with its validation metrics.
     stopped = store.create_run(_spec(8, 0.01))

@@ -1,7 +1,10 @@
 # Developer entry points for keras_seq.
 #
 #   make venv                      create .venv and install the project with its dev extras
-#   make test                      lint, format check, docs build, full test suite (TensorFlow), layers under JAX and PyTorch
+#   make check                     the fast tier: lint, format check, every test not marked `large`
+#                                  (TensorFlow), the backend-agnostic ones under JAX and PyTorch
+#   make test                      make check, then the docs build and every `large` test (browser
+#                                  tests included) on the three backends
 #   make test-under-load           the same with a busy loop on every core
 #   make app ARGS="--port 7871"    start the Gradio builder app (options go to `keras-seq ui`)
 #   make docs                      build the documentation site into site/ (warnings are errors)
@@ -26,8 +29,8 @@ PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help venv browser app docs test test-under-load lint format bench clean distclean
-.PHONY: bench-app bench-graph durations
+.PHONY: help venv browser app docs check test test-large test-under-load lint format bench clean
+.PHONY: distclean bench-app bench-graph durations
 
 help: ## Show this help.
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) \
@@ -57,20 +60,28 @@ app: $(STAMP) ## Start the builder app; pass options with ARGS="--port 7871".
 docs: $(STAMP) ## Build the documentation site into site/ (warnings are errors).
 	$(BIN)/mkdocs build --strict --site-dir site
 
-test: $(STAMP) browser ## Lint, format check, docs build, all tests (TensorFlow), layer tests under JAX and PyTorch.
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(MAKE) --no-print-directory docs
-	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
-	KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
-	KERAS_BACKEND=torch $(PYTEST) -m backend_agnostic
+# The fast tier: what you run while working and before you stop. Every test not marked `large`
+# (tests/conftest.py fails a test that should be): on TensorFlow, and the backend-agnostic ones
+# under JAX and PyTorch.
+check: lint ## Lint, format check and the fast tests (not `large`) on the three backends.
+	KERAS_BACKEND=tensorflow $(PYTEST) -m "not large"
+	KERAS_BACKEND=jax $(PYTEST) -m "backend_agnostic and not large"
+	KERAS_BACKEND=torch $(PYTEST) -m "backend_agnostic and not large"
+
+# The large tier: learning tests, fresh interpreters, exports, Ray clusters and the browser tests.
+test-large: $(STAMP) browser ## The `large` tests alone, on the three backends.
+	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST) -m large
+	KERAS_BACKEND=jax $(PYTEST) -m "backend_agnostic and large"
+	KERAS_BACKEND=torch $(PYTEST) -m "backend_agnostic and large"
+
+test: check docs test-large ## make check, the docs build and every `large` test: what CI runs.
 
 # Each test's time, per backend, into tests/durations.json: the order in which the files are
 # handed to the workers (tests/conftest.py). Rerun after adding or changing long tests.
-durations: $(STAMP) browser ## Measure every test's time into tests/durations.json (the test order).
-	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
-	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
-	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=torch $(PYTEST) -m backend_agnostic
+durations: $(STAMP) browser ## Measure the large tests' files' times into tests/durations.json (their order).
+	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST) -m large
+	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=jax $(PYTEST) -m "backend_agnostic and large"
+	KERAS_SEQ_RECORD_DURATIONS=1 KERAS_BACKEND=torch $(PYTEST) -m "backend_agnostic and large"
 
 # No test may depend on the machine's speed: the same suite with every core kept busy.
 test-under-load: $(STAMP) browser ## make test with a busy loop on every core.

@@ -1,34 +1,137 @@
-"""Test order: the longest files first.
+"""The test tiers, and the order in which the files run.
 
-`make test` runs the files on two workers (`--dist loadfile`), handing the next file to the
-worker that frees up first. Run in collection (alphabetical) order, a file of long learning
-tests could start last and keep one worker busy minutes after the other finished; starting
-the longest first and ending with the many quick files keeps both busy to the end (the
-longest-processing-time rule). Tests within a file keep their order.
+Tiers (as keras-hub's): a test is `large` when it trains to a threshold, starts another
+process (a browser, a Ray cluster, a fresh interpreter, any subprocess), or runs longer than
+5 s. `make check` runs every test that is not `large`; `make test` runs them all. The tier is
+measured, not guessed: a test left unmarked that starts a process, or whose setup and call
+took more than `LARGE_SECONDS` both of wall time and of this process's CPU time, fails with a
+message that says so. Wall and CPU time must both exceed the bound, so a quick test slowed by a
+busy machine (wall time up, CPU time not) or one that keeps several cores busy for a moment
+(CPU time up, wall time not) is not misjudged; a test that only waits is caught by
+`WAIT_SECONDS`, far above what load alone makes of a quick test. `KERAS_SEQ_TIER_GUARD=0`
+turns the check off (to time a test that is being written).
 
-A file's length is the sum of its selected tests' times in `tests/durations.json`, measured
-per backend by `make durations` (only the order matters, so the machine's speed does not). A
-test it does not list yet counts as the median listed test of its kind (`slow` or not).
+Order: `make test` runs the files on two workers (`--dist loadfile`), handing the next file to
+the worker that frees up first. The files of large tests go first, longest first, by the
+seconds `tests/durations.json` lists for them per backend (`make durations` measures them;
+only the order matters, so the machine's speed does not), then the files of quick tests in
+collection order: the longest-processing-time rule keeps both workers busy to the end.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing.util
 import os
-import statistics
+import sys
+import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+LARGE_SECONDS = 5.0
+WAIT_SECONDS = 30.0
+GUARD = os.environ.get("KERAS_SEQ_TIER_GUARD", "1") != "0"
+# Audit events of a process being started (subprocess, os.system, exec, spawn, fork).
+_PROCESS_EVENTS = frozenset(
+    {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork"}
+)
+
 DURATIONS = Path(__file__).with_name("durations.json")
-# Set to record this run's times into DURATIONS (`make durations`).
+# Set to record this run's file times into DURATIONS (`make durations`).
 RECORD = os.environ.get("KERAS_SEQ_RECORD_DURATIONS") == "1"
 _recorded: dict[str, float] = defaultdict(float)
 
 
 def _backend() -> str:
     return os.environ.get("KERAS_BACKEND", "tensorflow")
+
+
+# --- The tier guard --------------------------------------------------------------------------
+
+
+class _Watch:
+    """What the running test did: the processes it started, and the time it took."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.active = False
+        self.lock = threading.Lock()
+
+    def audit(self, event: str, args: tuple) -> None:
+        if self.active and event in _PROCESS_EVENTS:
+            with self.lock:
+                self.started.append(f"{event} {_describe(args)}")
+
+
+def _describe(args: tuple) -> str:
+    for arg in args:
+        if isinstance(arg, (list, tuple)) and arg:
+            return " ".join(str(part) for part in arg[:3])[:120]
+        if isinstance(arg, (str, bytes)):
+            return str(arg)[:120]
+    return ""
+
+
+_watch = _Watch()
+if GUARD:
+    sys.addaudithook(_watch.audit)  # an audit hook cannot be removed: it checks `active`
+    # multiprocessing's spawn and forkserver start a fresh interpreter without an audit event.
+    _spawnv_passfds = multiprocessing.util.spawnv_passfds
+
+    def _spawnv_recorded(path, args, passfds):
+        _watch.audit("subprocess.Popen", (path, args))
+        return _spawnv_passfds(path, args, passfds)
+
+    multiprocessing.util.spawnv_passfds = _spawnv_recorded
+
+
+def _cpu_seconds() -> float:
+    times = os.times()  # this process's threads, and the children it has waited for
+    return times.user + times.system + times.children_user + times.children_system
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    item._tier_start = (time.perf_counter(), _cpu_seconds())
+    with _watch.lock:
+        _watch.started.clear()
+    _watch.active = True
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
+        _watch.active = False
+    if not (GUARD and call.when == "call" and report.passed):
+        return
+    if item.get_closest_marker("large"):
+        return
+    wall_start, cpu_start = item._tier_start
+    wall = time.perf_counter() - wall_start
+    cpu = _cpu_seconds() - cpu_start
+    with _watch.lock:
+        started = list(_watch.started)
+    reasons = []
+    if started:
+        reasons.append(f"it started {len(started)} process(es), the first: {started[0]}")
+    if (wall > LARGE_SECONDS and cpu > LARGE_SECONDS) or wall > WAIT_SECONDS:
+        reasons.append(f"setup and call took {wall:.1f} s wall, {cpu:.1f} s CPU")
+    if reasons:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} is not marked large, but {'; '.join(reasons)}. A test that starts "
+            f"a process or takes more than {LARGE_SECONDS:.0f} s is `@pytest.mark.large` "
+            "(tests/conftest.py)."
+        )
+
+
+# --- The order of the files ------------------------------------------------------------------
 
 
 def _load() -> dict[str, dict[str, float]]:
@@ -42,34 +145,35 @@ def _load() -> dict[str, dict[str, float]]:
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselected what will not run
 def pytest_collection_modifyitems(items) -> None:
     data = _load()
-    # A test not yet measured on this backend counts its TensorFlow time (a close enough order).
+    # A file not yet measured on this backend counts its TensorFlow time (a close enough order).
     measured = {**data.get("tensorflow", {}), **data.get(_backend(), {})}
-    kinds = defaultdict(list)
-    for item in items:
-        if item.nodeid in measured:
-            kinds[bool(item.get_closest_marker("slow"))].append(measured[item.nodeid])
-    typical = {kind: statistics.median(times) for kind, times in kinds.items()}
-    files: dict[Path, float] = defaultdict(float)
-    for item in items:
-        slow = bool(item.get_closest_marker("slow"))
-        files[item.path] += measured.get(item.nodeid, typical.get(slow, 10.0 if slow else 0.1))
+    large = {str(item.path) for item in items if item.get_closest_marker("large")}
+    root = Path(__file__).parent.parent
+
+    def seconds(path: Path) -> float:
+        if str(path) not in large:
+            return 0.0
+        return measured.get(path.relative_to(root).as_posix(), 30.0)
+
     first_seen = {path: index for index, path in enumerate(dict.fromkeys(i.path for i in items))}
-    items.sort(key=lambda item: (-files[item.path], first_seen[item.path]))
+    length = {path: seconds(path) for path in first_seen}
+    items.sort(key=lambda item: (-length[item.path], first_seen[item.path]))
 
 
 def pytest_runtest_logreport(report) -> None:
     if RECORD:
-        _recorded[report.nodeid] += report.duration  # setup, call and teardown
+        _recorded[report.nodeid.split("::", 1)[0]] += report.duration  # setup, call, teardown
 
 
 def pytest_sessionfinish(session) -> None:
     if RECORD and not hasattr(session.config, "workerinput") and _recorded:
         data = _load()
-        # Merged: a run of some files updates theirs and keeps the others' times.
-        times = {**data.get(_backend(), {}), **{k: round(v, 2) for k, v in _recorded.items()}}
-        data[_backend()] = dict(sorted(times.items()))
+        # Merged: a run of some files updates theirs and keeps the others' times. Only the files
+        # of large tests are ordered by their time; the quick ones run in collection order.
+        times = {**data.get(_backend(), {}), **{k: round(v) for k, v in _recorded.items()}}
+        data[_backend()] = {k: v for k, v in sorted(times.items()) if v >= LARGE_SECONDS}
         temporary = DURATIONS.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+        temporary.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         temporary.replace(DURATIONS)
 
 

@@ -18,7 +18,7 @@ def test_readme_has_python_examples():
     assert len(python_blocks()) >= 2
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.parametrize("index", range(len(python_blocks())))
 def test_readme_python_example_runs(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

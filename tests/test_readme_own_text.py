@@ -39,7 +39,7 @@ FORBIDDEN = {
 }
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.large,
     pytest.mark.skipif(not DATA.is_file(), reason=f"needs the Tatoeba sample at {DATA}"),
 ]
 

@@ -29,7 +29,7 @@ SCREENSHOTS = Path(
 TRAIN_TIMEOUT_MS = 120_000
 UI_TIMEOUT_MS = 30_000
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.large, needs_chromium]
 
 # 96 training and 24 validation sequences of 5 one-hot steps, one epoch: about a second.
 TINY_FIELDS = {

@@ -21,7 +21,7 @@ from tests.app.test_app_browser import (
     screenshot,
 )
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.large, needs_chromium]
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from tests.app.test_app_browser import (
     screenshot,
 )
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.large, needs_chromium]
 
 # The task and training of the tiny spec, set in the form before the graph is started.
 TINY_FIELDS = {"task-lag": "5", "task-n": "120", "task-num-distractors": "3", "train-epochs": "1"}

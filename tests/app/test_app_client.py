@@ -26,7 +26,7 @@ import pytest
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server, get, listening_addresses
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 # The bound on 2 cores; the app imports neither Keras nor TensorFlow to start.
 TRAIN_TIMEOUT_S = 120
@@ -251,7 +251,7 @@ def test_with_auth_the_app_answers_only_after_login_and_stops_on_sigterm(tmp_pat
     assert "running on http://127.0.0.1:" in running.log()
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_lab_list_runs_an_experiment_and_shows_its_figure(client):
     status, *_ = client.predict(1, api_name="/lab_run")
     assert "running" in status

@@ -19,7 +19,7 @@ from tests.app.browser import needs_chromium
 from tests.app.compare_runs import record_runs, train_three_model_types
 from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.large, needs_chromium]
 
 
 def _serve(directory) -> Iterator[Server]:

@@ -20,7 +20,7 @@ from tests.app.compare_runs import record_runs
 from tests.app.test_app_browser import UI_TIMEOUT_MS, screenshot
 from tests.app.test_app_compare import rows, settled
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.large, needs_chromium]
 
 # BLEU by length of one translator, as `keras_seq.metrics.evaluate_by_length` writes it:
 # unrounded scores, which the app's table shows to 1 (BLEU) and 2 (the others) decimals.

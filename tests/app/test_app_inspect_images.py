@@ -18,7 +18,7 @@ from tests.app.browser import needs_chromium
 from tests.app.compare_runs import TINY_SPECS
 from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.large, needs_chromium]
 
 TRAIN = {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 0}
 SPECS = {

@@ -25,7 +25,7 @@ import yaml
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server, get
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 MIB = 2**20
 SOCKET_TIMEOUT_S = 60  # a hang guard for one request on a loaded machine

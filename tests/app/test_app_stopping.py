@@ -24,7 +24,7 @@ from tests.app.browser import launched_chromium, needs_chromium
 WAIT_S = 180  # hang guard only: a loaded 2-core machine is far slower than a quiet one
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.large,
     pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL is POSIX"),
 ]
 

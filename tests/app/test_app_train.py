@@ -22,7 +22,7 @@ from tests.app.test_app_browser import (
     screenshot,
 )
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.large, needs_chromium]
 
 # How long an idle page is watched for requests: a 1 s poll would send about three.
 IDLE_WATCH_S = 3.5

@@ -29,7 +29,7 @@ from tests.app.test_app_compare import body_row, filter_by, no_error_badges, row
 from tests.app.test_app_train import progress_of as progress
 from tests.app.test_app_train import queue_spec as queue
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.large, needs_chromium]
 
 # The third configuration trains long enough for a reload in the middle of it.
 LONG_EPOCHS = 30

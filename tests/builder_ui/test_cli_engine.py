@@ -71,7 +71,7 @@ def trained(tmp_path_factory):
     return {"dir": directory, "runs": runs, "train": train, "sweep": sweep_code, "records": records}
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_train_shows_progress_and_prints_the_run_and_its_metrics(trained):
     result = trained["train"]
     assert result.returncode == 0, result.stderr[-2000:]
@@ -85,7 +85,7 @@ def test_train_shows_progress_and_prints_the_run_and_its_metrics(trained):
     assert f"Run {record.id} (tiny) on CPU" in result.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_sweep_runs_every_trial_with_one_sweep_id(trained, capsys):
     assert trained["sweep"] == 0
     trials = trained["records"][1:]
@@ -95,7 +95,7 @@ def test_sweep_runs_every_trial_with_one_sweep_id(trained, capsys):
     assert trained["records"][0].sweep_id is None
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_runs_lists_every_run_and_writes_the_table_as_csv(trained, capsys):
     csv = trained["dir"] / "tables" / "runs.csv"
     assert cli.main(["runs", "--runs", str(trained["runs"]), "--csv", str(csv)]) == 0
@@ -109,7 +109,7 @@ def test_runs_lists_every_run_and_writes_the_table_as_csv(trained, capsys):
         assert accuracy == pytest.approx(record.metrics["accuracy"])
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_runs_compare_shows_the_field_the_trials_differ_in(trained, capsys):
     ids = [record.id for record in trained["records"][1:]]
     csv = trained["dir"] / "compare.csv"
@@ -121,7 +121,7 @@ def test_runs_compare_shows_the_field_the_trials_differ_in(trained, capsys):
     assert "train.epochs" not in table.columns  # the same in both runs
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_runs_filters_by_status_and_sweep(trained, capsys):
     runs = str(trained["runs"])
     sweep_id = trained["records"][1].sweep_id
@@ -132,7 +132,7 @@ def test_runs_filters_by_status_and_sweep(trained, capsys):
     assert capsys.readouterr().out == "No runs match.\n"
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_export_writes_the_requested_format(trained, capsys):
     record = trained["records"][0]
     out = trained["dir"] / "exported" / "tiny.py"
@@ -144,7 +144,7 @@ def test_export_writes_the_requested_format(trained, capsys):
     assert capsys.readouterr().out.strip().endswith(f"{record.id}/model.keras")
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_export_refuses_a_run_that_is_not_done(trained, capsys):
     with RunStore(trained["runs"]) as store:
         run_id = store.create_run(TINY, name="never-finished")
@@ -159,7 +159,7 @@ def test_export_refuses_a_run_that_is_not_done(trained, capsys):
     assert "no run store in 'x'" in capsys.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_resume_continues_a_killed_run_to_the_end(tmp_path, capsys):
     spec = {**TINY, "name": "killed", "task": {**TINY["task"], "n": 400}}
     spec["train"] = {**TINY["train"], "epochs": 6}

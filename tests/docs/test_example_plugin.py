@@ -61,7 +61,7 @@ def test_pip_leaves_the_entry_points_that_builder_ui_reads(installed):
     assert "conv_classifier = kseq_example_plugin.builders:ConvClassifier" in text
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_installed_plugin_trains_from_its_spec_with_keras_seq_train(installed):
     work, env = installed
     runs = work / "runs"

@@ -69,7 +69,7 @@ def _page_id(page) -> str:
     return str(page.relative_to(ROOT))
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.parametrize("page", python_pages(), ids=_page_id)
 def test_python_blocks_of_the_page_run_in_order(page, tmp_path, ray_temp_root):
     runnable = [

@@ -465,7 +465,7 @@ def trained(app_context):
     return context, single.run_ids[0], swept
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_queued_runs_show_in_the_queue_with_progress_device_and_metric(trained):
     ctx, run_id, swept = trained
     assert swept.message.startswith("Queued sweep ") and len(swept.run_ids) == 2
@@ -490,7 +490,7 @@ def test_queued_runs_show_in_the_queue_with_progress_device_and_metric(trained):
     assert actions.active_run(ctx) == swept.run_ids[-1]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_live_curves_hold_every_logged_metric_of_every_epoch(trained):
     ctx, run_id, _ = trained
     frame = actions.curves_frame(ctx, run_id)
@@ -500,7 +500,7 @@ def test_the_live_curves_hold_every_logged_metric_of_every_epoch(trained):
     assert {"loss", "val_loss", "accuracy", "val_accuracy"} <= set(frame["metric"])
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_results_table_shows_every_run_filtered_newest_first_and_as_csv(trained, tmp_path):
     ctx, run_id, swept = trained
     table = actions.results_frame(ctx)
@@ -531,7 +531,7 @@ def test_the_results_table_shows_every_run_filtered_newest_first_and_as_csv(trai
     assert order == sorted(losses, key=losses.get)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_selected_runs_overlay_their_curves(trained):
     ctx, run_id, swept = trained
     ids = [run_id, *swept.run_ids]
@@ -550,7 +550,7 @@ def test_selected_runs_overlay_their_curves(trained):
         actions.bleu_chart(ctx, ids)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_predictions_for_a_validation_example_and_for_typed_symbols(trained):
     ctx, run_id, _ = trained
     task = ctx.task(run_id)
@@ -582,7 +582,7 @@ def test_predictions_for_a_validation_example_and_for_typed_symbols(trained):
             actions.predict(ctx, run_id, text, index)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_gradient_flow_positions_and_the_vit_grid_on_a_recurrent_run(trained):
     ctx, run_id, _ = trained
     figure = actions.gradient_flow(ctx, run_id, 12)
@@ -602,7 +602,7 @@ def test_gradient_flow_positions_and_the_vit_grid_on_a_recurrent_run(trained):
     assert values[position, 2 * i + 1] == pytest.approx(math.cos(angle), abs=1e-5)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_exports_download_with_a_snippet_that_loads_them(trained):
     import keras
 
@@ -630,7 +630,7 @@ def test_exports_download_with_a_snippet_that_loads_them(trained):
         actions.export_run(ctx, "", "keras")
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_onnx_and_litert_downloads_run_as_their_snippets_say(trained, monkeypatch):
     import keras
 
@@ -669,7 +669,7 @@ def test_a_run_that_did_not_finish_cannot_be_inspected_or_exported(ctx):
     assert actions.interrupted_choices(ctx) == []
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_resuming_a_stopped_sweep_reads_what_is_left_of_it_once(ctx, monkeypatch):
     # Two trials of a sweep left `queued` with no process to train them (a stopped app).
     spec = load_spec(tiny_classifier(epochs=1))
@@ -716,7 +716,7 @@ def arc_runs(app_context):
     return context, ids
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_typed_sentence_is_translated_with_its_attention_heatmap(arc_runs):
     ctx, ids = arc_runs
     sentence = "the black cat sleeps ."
@@ -733,7 +733,7 @@ def test_a_typed_sentence_is_translated_with_its_attention_heatmap(arc_runs):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_bleu_by_source_length_is_computed_once_and_kept_with_the_run(arc_runs):
     ctx, ids = arc_runs
     figure, table = actions.bleu_chart(ctx, [ids["seq2seq"], ids["vit"]])
@@ -751,7 +751,7 @@ def test_bleu_by_source_length_is_computed_once_and_kept_with_the_run(arc_runs):
     assert table["bleu"].tolist() == pytest.approx(again["bleu"].tolist(), abs=0.05, nan_ok=True)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_typed_numbers_are_sorted_by_pointing(arc_runs):
     ctx, ids = arc_runs
     shown = actions.predict(ctx, ids["pointer"], "0.5 0.1 0.9 0.3", 0)
@@ -761,7 +761,7 @@ def test_typed_numbers_are_sorted_by_pointing(arc_runs):
     assert shown.figure.axes[0].images[0].get_array().shape == (4, 4)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_vit_run_shows_its_image_prediction_and_position_grid(arc_runs):
     ctx, ids = arc_runs
     shown = actions.predict(ctx, ids["vit"], "", 5)

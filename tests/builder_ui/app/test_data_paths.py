@@ -190,7 +190,7 @@ def test_an_upload_larger_than_the_apps_own_cap_is_refused_and_nothing_stored(tm
         small.close()
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_predict_on_a_cli_run_whose_data_is_elsewhere_is_refused_unless_its_folder_is_allowed(
     tmp_path, secret
 ):

@@ -16,7 +16,7 @@ from builder_ui.specs import SpecError
 from tests.builder_ui.engine.test_search import BASE  # a tiny seeded long-lag classifier
 
 pytest.importorskip("optuna")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 WAIT_S = 240  # a hang guard for a few tiny runs on a loaded 2-core machine
 

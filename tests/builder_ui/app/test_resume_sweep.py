@@ -10,7 +10,7 @@ from builder_ui.app import actions
 from builder_ui.engine.store import RunStore
 from tests.builder_ui.engine.test_stopping import SWEEP_CHILD, WAIT_S, child, kill, spec, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 
 def killed_sweep(runs, stop_when) -> list:

@@ -74,7 +74,7 @@ def _wait_for(condition, what: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_tab_follows_a_sweep_to_its_next_trial_and_shows_a_cancelled_one_truly(sweep):
     ctx, (first, second) = sweep
     assert {value for _, value in actions.queue_choices(ctx)} >= {first, second}
@@ -99,7 +99,7 @@ def test_the_tab_follows_a_sweep_to_its_next_trial_and_shows_a_cancelled_one_tru
     assert not training_now(ctx)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_live_curves_draw_each_logged_metric_of_the_run_with_a_legend(sweep):
     ctx, (first, _) = sweep
     assert ctx.jobs.wait([first], timeout=WAIT_S)
@@ -159,7 +159,7 @@ def test_views_are_kept_per_page_and_the_oldest_page_goes_first():
     assert views.of(None) is not views.of(None)  # no session: nothing is kept
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_view_follows_the_newest_run_until_one_is_chosen(sweep):
     ctx, (first, second) = sweep
     # Once the second trial has left the queue, the newest run stays the same a while.

@@ -39,7 +39,7 @@ def test_the_fields_reach_the_model():
     assert prepared.x_train["source"].shape == (64, 16, 16, 3)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_one_epoch_is_scored_by_decoding_and_by_the_gaze():
     prepared = prepare(spec())
     model = prepared.build()

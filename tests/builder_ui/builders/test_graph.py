@@ -411,14 +411,14 @@ def trained(tmp_path_factory):
     store.close()
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_one_epoch_of_a_graph_spec_ends_done(trained):
     store, record = trained
     assert record.status == "done", record.error
     assert len(store.history(record.id)) == 1
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_exported_code_of_a_trained_graph_rebuilds_its_params_and_configs(trained):
     store, record = trained
     model = keras.saving.load_model(store.artifact_path(record.id, "model.keras"))
@@ -455,7 +455,7 @@ def test_keras_seq_validate_accepts_a_graph_and_names_a_bad_block(tmp_path, caps
     assert "model.nodes[2].params: encoder (LSTM): " in capsys.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_keras_seq_train_trains_a_graph_spec(tmp_path, capsys):
     path = tmp_path / "graph.yaml"
     path.write_text(yaml.safe_dump(document(STACK)), encoding="utf-8")

@@ -215,7 +215,7 @@ def trained(tmp_path_factory):
     store.close()
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_translating_graph_trains_and_is_scored_as_a_seq2seq(trained):
     _, record = trained
     assert record.status == "done", record.error
@@ -223,7 +223,7 @@ def test_a_translating_graph_trains_and_is_scored_as_a_seq2seq(trained):
     assert 0 <= record.metrics["bleu"] <= 100
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_its_python_export_rebuilds_the_encoder_with_the_functional_api(trained):
     store, record = trained
     model = keras.saving.load_model(store.artifact_path(record.id, "model.keras"), safe_mode=True)
@@ -234,7 +234,7 @@ def test_its_python_export_rebuilds_the_encoder_with_the_functional_api(trained)
     assert namespace["build_model"]().count_params() == model.count_params()
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_its_savedmodel_translates_strings_with_tensorflow_alone(trained, tmp_path):
     import tensorflow as tf
 

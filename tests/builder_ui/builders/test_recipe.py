@@ -105,7 +105,7 @@ def test_the_constant_schedule_is_the_plain_learning_rate():
     assert float(keras.ops.convert_to_numpy(optimizer.learning_rate)) == pytest.approx(0.01)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.parametrize("name", ["cosine_warmup", "step_boundaries"])
 def test_a_built_model_trains_with_the_rate_of_its_schedule(name):
     schedule, formula = SCHEDULES[name]

@@ -169,7 +169,7 @@ def test_every_model_family_has_a_tiny_training_spec():
     assert families == builtin - {"seq2seq"}
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.parametrize("key", list(TINY))
 def test_each_model_type_trains_one_epoch_and_reports_its_monitor_metric(trained, key):
     prepared, model, history = trained[key]
@@ -265,7 +265,7 @@ def test_each_cell_builds_its_layer(cell, layer_class):
     assert type(model.get_layer(f"{cell}_0")).__name__ == layer_class
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_transformer_fields_reach_the_blocks(trained):
     _, model, _ = trained["transformer_classifier"]
     block = model.get_layer("encoder_block_0")
@@ -275,7 +275,7 @@ def test_transformer_fields_reach_the_blocks(trained):
     assert model.get_layer("class_token_pooling") is not None
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_pointer_network_evaluation_decodes_greedily(trained):
     prepared, model, _ = trained["pointer_network"]
     metrics = prepared.evaluate(model)

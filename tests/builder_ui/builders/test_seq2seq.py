@@ -42,7 +42,7 @@ def trained():
     return prepared, model, history.history
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_seq2seq_trains_on_teacher_forced_pairs_and_monitors_token_accuracy(trained):
     prepared, model, history = trained
     assert set(prepared.x_train) == {"source", "target"}
@@ -52,7 +52,7 @@ def test_seq2seq_trains_on_teacher_forced_pairs_and_monitors_token_accuracy(trai
     assert model.attention == "bahdanau" and model.units == 8 and model.bidirectional
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_seq2seq_evaluation_scores_greedy_decodes_with_bleu(trained):
     from keras_seq.metrics import corpus_bleu, exact_match
     from keras_seq.models.decoding import greedy_decode

@@ -105,7 +105,7 @@ def test_labelled_text_learns_subword_pieces_from_its_training_rows(tmp_path):
     assert text.startswith("le ") and "numéro" in text  # a row of the file, read back as text
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_bpe_toy_translation_trains_through_the_engine_and_inspect_reads_its_pieces(tmp_path):
     from keras_seq.tasks import SubwordVocabulary, Vocabulary
 

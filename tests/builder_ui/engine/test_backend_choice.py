@@ -72,7 +72,7 @@ def test_a_local_sweep_over_backends_is_refused_before_any_run(tmp_path):
     assert store.list_runs() == []
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_keras_seq_train_starts_keras_on_the_specs_backend(tmp_path, backend):
     path = tmp_path / "spec.yaml"

@@ -93,7 +93,7 @@ def test_missing_ray_names_the_extra_to_install(tmp_path, monkeypatch):
     assert store.list_runs() == []
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_ray_runs_each_trial_in_a_worker_into_one_store(local_ray, tmp_path):
     store = RunStore(tmp_path / "runs")
     ended = []
@@ -116,7 +116,7 @@ def test_ray_runs_each_trial_in_a_worker_into_one_store(local_ray, tmp_path):
     assert local_ray.is_initialized()  # an instance started by the caller is left running
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_ray_trains_each_trial_on_its_train_backend(local_ray, tmp_path):
     # Keras fixes its backend at import; a trial asking for another one than the driver's
     # gets Ray workers started on it (a runtime environment of its own).
@@ -129,7 +129,7 @@ def test_ray_trains_each_trial_on_its_train_backend(local_ray, tmp_path):
     assert [record.backend for record in records] == ["jax", "torch", driver]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_ray_starts_its_own_instance_despite_a_stale_cluster_file(ray_tmpdir, tmp_path):
     # What a `ray start` whose processes are gone leaves behind: the address of a dead cluster.
     # A plain ray.init() tried to join it and refused num_cpus ("When connecting to an existing

@@ -21,7 +21,7 @@ from builder_ui.engine.queue import JobQueue, recover_orphans
 from builder_ui.engine.slots import detect_slots, slot_environment
 from builder_ui.engine.store import RunStore, this_process
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 # 96 training and 24 validation sequences of 5 one-hot steps: 3 batches per epoch, ~1 s a run.
 TINY = {

@@ -42,7 +42,7 @@ START_TIMEOUT_S = 120  # hang guards: each node starts in seconds
 SWEEP_TIMEOUT_S = 600
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.large,
     pytest.mark.skipif(sys.platform != "linux", reason="uses Linux mount namespaces"),
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("nsenter") is None,

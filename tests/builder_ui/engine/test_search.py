@@ -121,7 +121,7 @@ def test_the_sampler_asks_every_combination_once_and_is_seeded():
 # --- through the engine ----------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_bayes_sweep_records_every_trial_it_chose(tmp_path):
     store = RunStore(tmp_path / "runs")
     parameters = {"train.learning_rate": [0.003, 0.01, 0.03, 0.1], "model.encoder.units": [2, 4]}
@@ -141,7 +141,7 @@ def test_a_bayes_sweep_records_every_trial_it_chose(tmp_path):
     assert len(chosen) == 6  # six distinct combinations of the eight
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_asha_prunes_the_weak_trials_and_keeps_their_epochs(tmp_path, capsys):
     # Grid order: a learning rate that learns, then two that barely move the weights (the same
     # seed, so the same initial weights). At epoch 1 (grace_period 1) each weak trial's val_loss

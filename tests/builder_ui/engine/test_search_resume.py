@@ -145,7 +145,7 @@ def test_asha_judges_resumed_and_new_trials_against_the_replayed_ones(tmp_path):
 # --- through keras-seq resume -----------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_killed_bayes_search_resumes_and_chooses_the_trials_it_had_not_yet(tmp_path, capsys):
     runs = tmp_path / "runs"
     units = [2, 3, 4, 5]

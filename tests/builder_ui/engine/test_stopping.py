@@ -29,7 +29,7 @@ from builder_ui.engine.store import RunStore
 from builder_ui.engine.train import CHECKPOINT_LOG
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.large,
     pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX"),
 ]
 

@@ -23,7 +23,7 @@ from builder_ui.engine.progress import ProgressCallback, QueueProgress, Terminal
 from builder_ui.engine.store import RunRecord, RunStore
 from builder_ui.specs import SpecError
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 ROOT = Path(__file__).resolve().parents[3]
 

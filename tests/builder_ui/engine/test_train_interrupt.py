@@ -22,7 +22,7 @@ from builder_ui.engine.progress import ProgressCallback
 from builder_ui.engine.store import RunStore
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.large,
     pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX"),
 ]
 

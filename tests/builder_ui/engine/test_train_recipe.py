@@ -18,7 +18,7 @@ from builder_ui import engine
 from builder_ui.builders import prepare, presets
 from builder_ui.engine.store import RunStore
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 # 240 training and 60 validation sequences; batches of 32: 8 updates per epoch.
 TINY = {

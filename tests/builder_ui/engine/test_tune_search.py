@@ -27,7 +27,7 @@ BASE = {
     "train": {"epochs": 2, "batch_size": 32, "learning_rate": 0.01, "seed": 2},
 }
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 
 def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose(local_ray, tmp_path):

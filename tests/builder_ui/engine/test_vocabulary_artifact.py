@@ -17,7 +17,7 @@ from builder_ui.engine.store import RunStore
 from builder_ui.engine.train import VOCABULARIES_FILE
 from builder_ui.results import export
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 NOUNS = {"cat": "chat", "dog": "chien", "bird": "oiseau", "horse": "cheval"}
 ADJECTIVES = {"black": "noir", "small": "petit", "old": "vieux"}

@@ -16,7 +16,7 @@ from builder_ui.lab import conv_lstm
 from builder_ui.lab.common import VERDICTS
 from keras_seq.tasks import moving_shapes
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 
 @pytest.mark.timeout(300)

@@ -45,7 +45,7 @@ def quick_lab(tmp_path_factory):
     return code, out, runs
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.timeout(180)
 def test_quick_experiment_one_writes_report_figure_table_and_runs(quick_lab):
     code, out, runs = quick_lab
@@ -98,7 +98,7 @@ def test_quick_experiment_one_writes_report_figure_table_and_runs(quick_lab):
         assert trained[record.name]["best val accuracy"] == pytest.approx(best, abs=1e-3)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.timeout(180)
 def test_rerunning_another_experiment_keeps_the_first_in_the_report(quick_lab):
     """The report merges: a result already in results.json stays when another is added."""

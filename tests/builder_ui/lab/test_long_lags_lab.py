@@ -84,7 +84,7 @@ def test_probe_curve_refuses_a_check_that_splits_a_batch():
         )
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.timeout(300)
 def test_experiment_two_counts_fresh_sequences_per_lag_and_reports_three_tables(
     tmp_path, monkeypatch

@@ -23,7 +23,7 @@ def test_command_runs_one_quick_experiment_into_the_apps_store(tmp_path):
         runner.start(9)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_an_experiment_started_from_the_app_trains_runs_and_shows_its_figure(tmp_path):
     runner = LabRunner(tmp_path / "runs")
     assert runner.start(1).state == "running"

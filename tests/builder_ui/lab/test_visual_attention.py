@@ -14,7 +14,7 @@ from builder_ui.engine.store import RunStore
 from builder_ui.lab import visual_attention
 from builder_ui.lab.common import VERDICTS
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 
 @pytest.mark.timeout(300)

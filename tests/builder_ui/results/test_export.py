@@ -17,7 +17,7 @@ from builder_ui import builders, engine
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 TRAIN = {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 1}
 

@@ -40,7 +40,7 @@ from tests.builder_ui.results.onnx_litert_runs import (
 )
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.large,
     pytest.mark.skipif(
         keras.backend.backend() != "tensorflow",
         reason="the ONNX and LiteRT exports convert TensorFlow graphs",

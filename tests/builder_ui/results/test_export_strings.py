@@ -118,7 +118,7 @@ def _translate_in_fresh_process(savedmodel, batches):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_translator_savedmodel_translates_a_sentence_with_tensorflow_alone(served):
     from keras_seq.models.translator import Translator
 
@@ -133,13 +133,13 @@ def test_the_translator_savedmodel_translates_a_sentence_with_tensorflow_alone(s
     assert batch[: len(TEXTS)] == expected
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_text_without_a_token_translates_to_an_empty_string(served):
     *_, batch = served
     assert batch[len(TEXTS) :] == ["", ""]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_the_savedmodel_carries_both_vocabularies_as_json(served):
     store, record, savedmodel, *_ = served
     task = export.stored_task(store, record.id)

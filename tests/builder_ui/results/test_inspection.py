@@ -14,7 +14,7 @@ from builder_ui.builders import load_spec, load_task
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export, inspection
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 # Validation examples whose translations are compared (the split has 20).
 EXAMPLES = range(12)

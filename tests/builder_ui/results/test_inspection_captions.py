@@ -16,7 +16,7 @@ from builder_ui.engine.store import RunStore
 from builder_ui.results import export, inspection
 from keras_seq.models import beam_search, greedy_decode
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from keras_seq.diagnostics import gaze_on_objects
 from keras_seq.models import ShowAttendTell, compile_decoder, compile_for
 from keras_seq.tasks import shape_captions
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 
 @pytest.mark.timeout(180)  # a hang guard: about 30 s on two busy cores

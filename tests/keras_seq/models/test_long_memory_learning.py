@@ -25,7 +25,7 @@ from keras_seq.layers import CECLSTM
 from keras_seq.models import compile_for, recurrent_model
 from keras_seq.tasks import adding_problem, long_lag
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 UNITS = 16
 NUM_SEQUENCES = 2000

@@ -35,7 +35,7 @@ import pytest
 from keras_seq.models import conv_lstm_predictor, frame_lstm_predictor, matched_units
 from keras_seq.tasks import moving_shapes
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 SEEDS = [0, 1]
 EPOCHS = 6

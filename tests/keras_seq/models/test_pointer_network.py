@@ -480,7 +480,7 @@ UNITS = 64
 LEARNING_RATE = 1e-2
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.parametrize("seed", [0, 1])
 def test_pointer_network_learns_to_sort_five_numbers(seed):
     keras.utils.set_random_seed(seed)

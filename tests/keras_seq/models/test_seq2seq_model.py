@@ -476,7 +476,7 @@ def test_vocabularies_and_inputs_are_checked():
 # === Learning =================================================================
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_attention_model_learns_to_reverse_sequences():
     """Bahdanau attention, 32 LSTM units, 2,000 training sequences of 1-10 symbols (8 symbols),
     5 epochs: greedy decoding reverses every validation sequence exactly.

@@ -17,7 +17,7 @@ from keras_seq.models import compile_for, seq2seq
 from keras_seq.models.translator import Translator
 from keras_seq.tasks import toy_translation
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 SEED = 0
 UNITS = 64  # LSTM units and embedding size, encoder and decoder

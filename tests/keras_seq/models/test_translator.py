@@ -402,7 +402,7 @@ def test_exported_saved_model_serves_greedy_ids_without_keras_seq(translators, t
 # --- Learning ---------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_trained_translator_reverses_sequences_and_its_alignment_is_the_anti_diagonal():
     """Reverse (up to 7 of 10 symbols): Luong attention, 32 units, 3,000 pairs, 12 epochs.
 

@@ -21,7 +21,7 @@ import pytest
 from keras_seq.models import vision_transformer
 from keras_seq.tasks import digits
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.large
 
 SEEDS = [0, 1]
 PATCH_SIZE = 2

@@ -1,4 +1,9 @@
-"""The app's training queue trains real tiny runs, one per device slot, and cancels cleanly."""
+"""The app's training queue trains real tiny runs, one per device slot, and cancels cleanly.
+
+The queue's own order, cancelling and failures are checked with a runner that does not train
+(`QuickRunner`: the real queue and store, the training step replaced); training in the slot's
+own process, as in the app, is checked on real training at the end.
+"""
 
 from __future__ import annotations
 
@@ -14,14 +19,12 @@ import time
 
 import pytest
 
-from builder_ui import engine
 from builder_ui.builders import load_spec
 from builder_ui.engine.progress import ProgressBoard
 from builder_ui.engine.queue import JobQueue, recover_orphans
 from builder_ui.engine.slots import detect_slots, slot_environment
 from builder_ui.engine.store import RunStore, this_process
-
-pytestmark = pytest.mark.large
+from tests.builder_ui.engine.quick_runner import QuickRunner
 
 # 96 training and 24 validation sequences of 5 one-hot steps: 3 batches per epoch, ~1 s a run.
 TINY = {
@@ -45,9 +48,10 @@ def tiny(name: str, epochs: int = 1):
 
 
 class GatedRunner:
-    """`engine.run`, held at a gate until released, counting how many run at once."""
+    """`QuickRunner`, held at a gate until released, counting how many run at once."""
 
     def __init__(self) -> None:
+        self.runner = QuickRunner()
         self.gate = threading.Event()
         self.lock = threading.Lock()
         self.running = 0
@@ -61,7 +65,7 @@ class GatedRunner:
             self.most_at_once = max(self.most_at_once, self.running)
         try:
             assert self.gate.wait(WAIT_S)
-            return engine.run(spec, **kwargs)
+            return self.runner(spec, **kwargs)
         finally:
             with self.lock:
                 self.running -= 1
@@ -123,13 +127,13 @@ def test_cancelling_a_waiting_run_records_it_cancelled_and_it_never_trains(store
 
 
 def test_a_runner_that_raises_fails_its_run_and_the_queue_goes_on(store):
-    calls = []
+    calls, runner = [], QuickRunner()
 
     def flaky(spec, **kwargs):
         calls.append(kwargs["run_id"])
         if len(calls) == 1:
             raise RuntimeError("device lost")
-        return engine.run(spec, **kwargs)
+        return runner(spec, **kwargs)
 
     queue = JobQueue(store, slots=["CPU"], runner=flaky)
     try:
@@ -142,6 +146,7 @@ def test_a_runner_that_raises_fails_its_run_and_the_queue_goes_on(store):
     assert fine.status == "done"
 
 
+@pytest.mark.large  # a process, to have the pid of one that ended
 def test_runs_queued_by_an_app_that_stopped_are_recovered_as_cancelled(store):
     ended = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
@@ -233,6 +238,7 @@ def twins(process_queue):
     return ids
 
 
+@pytest.mark.large
 def test_a_spec_trains_to_the_same_history_every_time_in_its_own_process(process_queue, twins):
     first, second = (process_queue.store.get(run_id) for run_id in twins)
     assert first.status == second.status == "done"
@@ -241,6 +247,7 @@ def test_a_spec_trains_to_the_same_history_every_time_in_its_own_process(process
     assert first.metrics == second.metrics
 
 
+@pytest.mark.large
 def test_progress_board_follows_the_run_to_the_end(process_queue, twins):
     assert process_queue.slots == ["CPU"]
     run_id = twins[0]
@@ -267,6 +274,7 @@ def wait_for_an_epoch(queue: JobQueue, run_id: str):
     pytest.fail(f"run {run_id} did not finish an epoch in time")
 
 
+@pytest.mark.large
 def test_cancelling_a_training_run_stops_it_after_a_batch_with_status_cancelled(
     process_queue, twins
 ):
@@ -282,6 +290,7 @@ def test_cancelling_a_training_run_stops_it_after_a_batch_with_status_cancelled(
         process_queue.cancel("no-such-run")
 
 
+@pytest.mark.large
 def test_a_run_whose_process_dies_is_interrupted_and_the_slot_trains_on(process_queue, twins):
     victim, after = process_queue.submit([tiny("killed", epochs=500), tiny("after")])
     wait_for_an_epoch(process_queue, victim)
@@ -315,6 +324,7 @@ def test_a_run_whose_process_dies_is_interrupted_and_the_slot_trains_on(process_
         process_queue.resume(after)
 
 
+@pytest.mark.large
 def test_each_run_trains_on_its_train_backend_in_a_process_started_on_it(process_queue, twins):
     """`train.backend` per run: the slot's process is replaced only when the backend changes."""
 

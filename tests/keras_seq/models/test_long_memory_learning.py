@@ -1,24 +1,26 @@
-"""Learning tests: the 1997 LSTM solves long-memory tasks on which a plain RNN fails.
+"""Learning tests: the 1997 LSTM (`CECLSTM`) bridges long time lags.
 
-Each contrast trains both models with the same seeds, data, width (16 units),
-optimiser (Adam, learning rate 1e-2, clipnorm 1) and batch size, and gives
-the `SimpleRNN` at least the budget the `CECLSTM` needs:
+Width 16 units, Adam (learning rate 1e-2, clipnorm 1), batch size 16, seeded:
 
 - `long_lag` at lag 200 (8 distractors): the 1997 cell, with its input and
   output gates biased to −3 and −2, reaches ≥ 99% validation accuracy after
-  one epoch; `SimpleRNN` stays at chance (≤ 60%) for three epochs.
-- Keras's `LSTM` with its default initialisation (input and output gate
-  biases 0) also stays at chance on `long_lag` at lag 200 for three epochs.
+  one epoch; chance is 50%.
 - `adding_problem` at length 100: the 1997 cell drives the validation MSE
-  below 0.01 within 25 epochs (it stops as soon as it does); `SimpleRNN`
-  stays above 0.1 for all 25, near 1/6, the variance of the target.
+  below 0.01 within 25 epochs (it stops as soon as it does), where predicting
+  the mean scores the target's variance, about 1/6.
 
 Batch size 16: at 32 or 64 the 1997 cell falls short of 99% after one epoch
-on `long_lag` at lag 200 (measured on seed 0). Each test takes 3-20 s on two
-CPU cores, about 90 s in all.
+on `long_lag` at lag 200 (measured on seed 0). Measured on seeds 0 and 1 (both
+pass); the tests run seed 0.
+
+That plain RNNs fail at these lags (`SimpleRNN`, and Keras's `LSTM` with its
+default gate biases) is a claim about Keras's layers, not this library's: the
+lab's experiment 2 (`keras-seq lab --only 2`, docs/lab/) and `examples/long_lag.py`
+show that contrast; no test asserts it.
 """
 
 import keras
+import numpy as np
 import pytest
 
 from keras_seq.layers import CECLSTM
@@ -32,7 +34,7 @@ NUM_SEQUENCES = 2000
 BATCH_SIZE = 16
 LEARNING_RATE = 1e-2
 CLIPNORM = 1.0
-SEEDS = [0, 1]
+SEED = 0
 
 LAG = 200
 NUM_DISTRACTORS = 8
@@ -52,10 +54,10 @@ class _StopWhenValLossBelow(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-def _train(layer_factory, task, *, seed, epochs, callbacks=()):
-    """Builds, compiles and fits a fresh model; returns the per-epoch history."""
-    keras.utils.set_random_seed(seed)
-    model = recurrent_model(layer_factory(), task.inputs, task.targets)
+def _train(task, *, epochs, callbacks=()):
+    """Builds, compiles and fits a fresh 1997-LSTM model; returns the per-epoch history."""
+    keras.utils.set_random_seed(SEED)
+    model = recurrent_model(CECLSTM(UNITS), task.inputs, task.targets)
     compile_for(model, task.targets, learning_rate=LEARNING_RATE, clipnorm=CLIPNORM)
     history = model.fit(
         task.x_train,
@@ -69,46 +71,15 @@ def _train(layer_factory, task, *, seed, epochs, callbacks=()):
     return history.history
 
 
-def _long_lag(seed):
-    return long_lag(LAG, NUM_SEQUENCES, num_distractors=NUM_DISTRACTORS, seed=seed)
+def test_cec_lstm_1997_remembers_one_bit_across_200_steps_in_one_epoch():
+    task = long_lag(LAG, NUM_SEQUENCES, num_distractors=NUM_DISTRACTORS, seed=SEED)
+    chance = np.bincount(task.y_val).max() / len(task.y_val)  # the majority class
+    history = _train(task, epochs=1)
+    assert chance <= 0.6 and history["val_accuracy"][0] >= 0.99, (chance, history)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_cec_lstm_1997_remembers_one_bit_across_200_steps_in_one_epoch(seed):
-    history = _train(lambda: CECLSTM(UNITS), _long_lag(seed), seed=seed, epochs=1)
-    assert history["val_accuracy"][0] >= 0.99
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_simple_rnn_stays_at_chance_across_200_steps_given_three_epochs(seed):
-    history = _train(lambda: keras.layers.SimpleRNN(UNITS), _long_lag(seed), seed=seed, epochs=3)
-    assert max(history["val_accuracy"]) <= 0.6
-
-
-def test_keras_lstm_with_default_initialisation_stays_at_chance_across_200_steps():
-    # Keras's defaults (forget gate, input and output gate biases 0 instead of
-    # the 1997 cell's −3 and −2) do not solve lag 200 within three epochs.
-    seed = SEEDS[0]
-    history = _train(lambda: keras.layers.LSTM(UNITS), _long_lag(seed), seed=seed, epochs=3)
-    assert max(history["val_accuracy"]) <= 0.6
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_cec_lstm_1997_learns_to_add_two_values_up_to_100_steps_apart(seed):
-    task = adding_problem(ADDING_LENGTH, NUM_SEQUENCES, seed=seed)
-    history = _train(
-        lambda: CECLSTM(UNITS),
-        task,
-        seed=seed,
-        epochs=ADDING_EPOCHS,
-        callbacks=[_StopWhenValLossBelow(0.01)],
-    )
-    assert min(history["val_loss"]) < 0.01
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_simple_rnn_cannot_add_two_values_up_to_100_steps_apart(seed):
-    task = adding_problem(ADDING_LENGTH, NUM_SEQUENCES, seed=seed)
-    history = _train(lambda: keras.layers.SimpleRNN(UNITS), task, seed=seed, epochs=ADDING_EPOCHS)
-    # Never far below the MSE of always predicting the mean, the target's variance.
-    assert min(history["val_loss"]) > 0.1
+def test_cec_lstm_1997_learns_to_add_two_values_up_to_100_steps_apart():
+    task = adding_problem(ADDING_LENGTH, NUM_SEQUENCES, seed=SEED)
+    mean_predictor = float(np.var(task.y_val))  # the MSE of always predicting the mean
+    history = _train(task, epochs=ADDING_EPOCHS, callbacks=[_StopWhenValLossBelow(0.01)])
+    assert min(history["val_loss"]) < 0.01 < mean_predictor / 10, (mean_predictor, history)

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,9 @@ class AppContext:
         data_dirs: Folders whose files a spec may name, besides the uploads
             (`keras-seq ui --data-dir`; default: none; see `builder_ui.app.data_paths`).
         max_upload_bytes: The largest data file an upload may be.
+        runner: Train in the app's process with this function instead of in the slots'
+            training processes (`JobQueue`'s `runner`: for tests, and for embedding the app
+            where child processes cannot be started).
     """
 
     def __init__(
@@ -58,10 +61,11 @@ class AppContext:
         slots: Sequence[str] | None = None,
         data_dirs: Sequence[str | os.PathLike] = (),
         max_upload_bytes: int = MAX_UPLOAD_BYTES,
+        runner: Callable[..., Any] | None = None,
     ):
         self.runs_dir = Path(runs_dir).resolve()
         self.store = RunStore(self.runs_dir)
-        self.jobs = JobQueue(self.store, slots=slots)
+        self.jobs = JobQueue(self.store, slots=slots, runner=runner)
         self.lab = LabRunner(self.runs_dir)
         self.uploads_root = self.runs_dir / UPLOADS_DIR
         self.data_paths = DataPaths.of(self.uploads_root, data_dirs)

@@ -1,5 +1,11 @@
 """The app's Train tab queues `bayes` and ASHA searches: the study in the app, each trial in the
-slot's training process, asking the study after every epoch whether to stop."""
+slot's training process, asking the study after every epoch whether to stop.
+
+How a search is queued, cancelled and taken up again is checked with a runner that does not
+train (`QuickRunner`: the real queue, study and store, the training step replaced); the trials
+of an ASHA search, and the error of a metric they do not log, in the slot's training process
+on real training, where the study's verdicts travel between the processes.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +19,10 @@ import yaml
 
 from builder_ui.app import actions
 from builder_ui.specs import SpecError
+from tests.builder_ui.engine.quick_runner import QuickRunner
 from tests.builder_ui.engine.test_search import BASE  # a tiny seeded long-lag classifier
 
 pytest.importorskip("optuna")
-pytestmark = pytest.mark.large
 
 WAIT_S = 240  # a hang guard for a few tiny runs on a loaded 2-core machine
 
@@ -29,6 +35,23 @@ def _text(**sweep) -> str:
 
 @pytest.fixture
 def ctx(tmp_path):
+    """An app whose queue runs its trials with a `QuickRunner`, in this process."""
+    context = actions.AppContext(tmp_path / "runs", slots=["CPU"], runner=QuickRunner())
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def held_ctx(tmp_path):
+    """An app whose `QuickRunner` holds each run after its first epoch until it is stopped."""
+    context = actions.AppContext(tmp_path / "runs", slots=["CPU"], runner=QuickRunner(hold_after=1))
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def process_ctx(tmp_path):
+    """An app whose trials train in the slot's training process, as `keras-seq ui`'s do."""
     context = actions.AppContext(tmp_path / "runs", slots=["CPU"])
     yield context
     context.close()
@@ -65,13 +88,14 @@ def test_a_bayes_search_queues_each_trial_as_the_one_before_ends(ctx):
     assert len(chosen) == 3  # three distinct combinations
     for earlier, later in itertools.pairwise(records):
         assert later.created >= earlier.finished  # chosen once the one before had ended
-    assert all(r.pid != os.getpid() for r in records)  # in the slot's training process
     assert all([row.epoch for row in r.history] == [1, 2] for r in records)
     line = actions.progress_html(ctx, records[-1].id)
     assert f"search {sweep_id}: 3 of 3 trials chosen" in line
 
 
-def test_asha_in_the_app_prunes_the_weak_trials_and_compare_shows_them(ctx):
+@pytest.mark.large
+def test_asha_in_the_app_prunes_the_weak_trials_and_compare_shows_them(process_ctx):
+    ctx = process_ctx
     # The set-up of the engine's ASHA test (test_search.py): a learning rate that learns, then
     # two that barely move the weights; at epoch 1 both weak ones are behind and stop there.
     document = yaml.safe_load(
@@ -99,7 +123,8 @@ def test_asha_in_the_app_prunes_the_weak_trials_and_compare_shows_them(ctx):
     assert sorted(table["id"]) == sorted(record.id for record in weak)
 
 
-def test_cancelling_a_trial_of_a_bayes_search_ends_the_search(ctx):
+def test_cancelling_a_trial_of_a_bayes_search_ends_the_search(held_ctx):
+    ctx = held_ctx
     document = yaml.safe_load(
         _text(method="bayes", num_trials=3, parameters={"model.encoder.units": [2, 3, 4]})
     )
@@ -132,7 +157,8 @@ def test_a_bayes_search_asking_for_more_trials_than_one_click_queues_is_refused(
     assert ctx.store.list_runs() == []
 
 
-def test_a_metric_the_trials_do_not_log_fails_them_with_the_field_named(ctx):
+@pytest.mark.large
+def test_a_metric_the_trials_do_not_log_fails_them_with_the_field_named(process_ctx):
     # The study judges each epoch in the app; its error travels back to the training process
     # with the verdict and fails the run there, as it would in `keras-seq sweep`.
     text = _text(
@@ -140,9 +166,11 @@ def test_a_metric_the_trials_do_not_log_fails_them_with_the_field_named(ctx):
         metric="val_bleu",
         scheduler={"type": "asha"},
     )
+    ctx = process_ctx
     submitted = actions.queue_spec(ctx, text)
     assert ctx.jobs.wait(submitted.run_ids, timeout=WAIT_S)
     for record in ctx.store.list_runs(history=True):
+        assert record.pid != os.getpid()  # in the slot's training process
         assert record.status == "failed"
         assert "sweep.metric" in record.error and "'val_bleu'" in record.error, record.error
         assert "val_loss" in record.error  # the metrics it does log are listed
@@ -156,13 +184,14 @@ def test_a_bayes_search_stopped_with_the_app_goes_on_as_a_search_in_the_next_app
         _text(method="bayes", num_trials=3, seed=4, parameters={"model.encoder.units": [2, 3, 4]})
     )
     document["train"]["epochs"] = 30
-    first = actions.AppContext(runs, slots=["CPU"])
+    # The first app's trial waits after its first epoch: the app stops while it trains.
+    first = actions.AppContext(runs, slots=["CPU"], runner=QuickRunner(hold_after=1))
     try:
         (run_id,) = actions.queue_spec(first, yaml.safe_dump(document)).run_ids
         _wait_for_an_epoch(first, run_id)
     finally:
         first.close()
-    stopped = actions.AppContext(runs, slots=["CPU"])
+    stopped = actions.AppContext(runs, slots=["CPU"], runner=QuickRunner())
     try:
         record = stopped.store.get(run_id)
         assert record.status == "interrupted" and record.epochs_done < 30, record.status

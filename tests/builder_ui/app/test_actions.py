@@ -26,6 +26,7 @@ from builder_ui.builders import load_spec, presets
 from builder_ui.specs import ModelParams, SpecError, StrictModel
 from builder_ui.specs.documents import MAX_SPEC_NODES
 from tests.allocation import allocates_little
+from tests.builder_ui.engine.quick_runner import QuickRunner
 from tests.builder_ui.specs.test_documents import billion_laughs
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -322,7 +323,8 @@ def write(path: Path, content: bytes | str) -> Path:
 
 @pytest.fixture
 def ctx(tmp_path):
-    context = actions.AppContext(tmp_path / "runs", slots=["CPU"])
+    """An app whose queue runs with a `QuickRunner` (in this process, without training)."""
+    context = actions.AppContext(tmp_path / "runs", slots=["CPU"], runner=QuickRunner())
     yield context
     context.close()
 
@@ -669,7 +671,6 @@ def test_a_run_that_did_not_finish_cannot_be_inspected_or_exported(ctx):
     assert actions.interrupted_choices(ctx) == []
 
 
-@pytest.mark.large
 def test_resuming_a_stopped_sweep_reads_what_is_left_of_it_once(ctx, monkeypatch):
     # Two trials of a sweep left `queued` with no process to train them (a stopped app).
     spec = load_spec(tiny_classifier(epochs=1))

@@ -1,4 +1,9 @@
-"""The app runs what is left of a sweep a killed `keras-seq sweep` left behind, once."""
+"""The app runs what is left of a sweep a killed `keras-seq sweep` left behind, once.
+
+The sweep trains for real in a child process, killed -9 mid-way; the app's queue then runs
+what is left with a runner that does not train (`QuickRunner`): what is checked is which
+trials the app offers and queues, not their training.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import pytest
 
 from builder_ui.app import actions
 from builder_ui.engine.store import RunStore
+from tests.builder_ui.engine.quick_runner import QuickRunner
 from tests.builder_ui.engine.test_stopping import SWEEP_CHILD, WAIT_S, child, kill, spec, wait_until
 
 pytestmark = pytest.mark.large
@@ -33,7 +39,7 @@ def test_resume_in_the_app_finishes_a_killed_cli_sweep_without_duplicating_it(tm
         runs, lambda rs: len(rs) == 3 and rs[0].status == "done" and rs[1].epochs_done >= 1
     )
     assert [r.status for r in before] == ["done", "interrupted", "queued"]
-    ctx = actions.AppContext(runs, slots=["CPU"])
+    ctx = actions.AppContext(runs, slots=["CPU"], runner=QuickRunner())
     try:
         [(label, chosen)] = actions.interrupted_choices(ctx)
         assert chosen == before[1].id and "interrupted" in label
@@ -57,7 +63,7 @@ def test_a_sweep_killed_between_trials_is_offered_by_its_trials_never_started(tm
     # Killed once the first trial is done and before the second starts training an epoch:
     # whatever the second trial's state then, what is left is offered once.
     before = killed_sweep(runs, lambda rs: len(rs) == 3 and rs[0].status == "done")
-    ctx = actions.AppContext(runs, slots=["CPU"])
+    ctx = actions.AppContext(runs, slots=["CPU"], runner=QuickRunner())
     try:
         choices = actions.interrupted_choices(ctx)
         assert len(choices) == 1

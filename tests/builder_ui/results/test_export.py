@@ -1,9 +1,16 @@
 """Export of real trained runs: the .keras file, SavedModels served by TensorFlow alone, and
-Python scripts that rebuild the architecture in a fresh interpreter."""
+Python scripts that rebuild the architecture in a fresh interpreter.
+
+The SavedModels are proved in one fresh interpreter that refuses to import keras_seq,
+builder_ui and SentencePiece: a classifier run's `serve`, a translation run's `serve` and
+`translate` (text in, text out), and a subword Translator's, each compared here with what
+keras_seq computes in this process. (Each layer's own SavedModel is checked by
+`keras_seq.testing.layer_checks`.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -71,16 +78,22 @@ POINTER = {
 }
 
 
-SEQ2SEQ = {
-    "version": 1,
-    "name": "export-seq2seq",
-    "task": {"type": "reverse", "length": 5, "n": 64, "vocab_size": 6},
+# Toy translation with word tokens: an LSTM encoder–decoder with Luong attention that reads
+# its source backwards. Its SavedModel reads and writes text.
+TRANSLATOR = {
+    "version": 2,
+    "name": "export-translator",
+    "task": {"type": "toy_translation", "n": 200, "min_len": 4, "max_len": 6},
     "model": {
         "type": "seq2seq",
-        "cell": "gru",
-        "units": 8,
-        "embedding_dim": 8,
-        "attention": "bahdanau",
+        "architecture": {
+            "type": "rnn",
+            "cell": "lstm",
+            "units": 8,
+            "embedding_dim": 8,
+            "attention": "luong_general",
+        },
+        "reverse_source": True,
     },
     "train": TRAIN,
 }
@@ -91,7 +104,7 @@ def runs(tmp_path_factory):
     """One store holding a finished run of each model above and one diverged run."""
     store = RunStore(tmp_path_factory.mktemp("runs"))
     records = {}
-    for spec in (BILSTM, TRANSFORMER, POINTER, SEQ2SEQ):
+    for spec in (BILSTM, TRANSFORMER, POINTER, TRANSLATOR):
         record = engine.run(spec, store=store)
         assert record.status == "done", record.error
         records[spec["name"]] = record
@@ -144,7 +157,7 @@ def _plain(config):
 
 def test_python_scripts_rebuild_the_same_architecture_in_a_fresh_process(runs):
     store, records = runs
-    names = ["export-bilstm", "export-transformer", "export-pointer", "export-seq2seq"]
+    names = ["export-bilstm", "export-transformer", "export-pointer", "export-translator"]
     scripts = {name: export.export(store, records[name].id, "python") for name in names}
     rebuilt = _architecture_in_fresh_process(scripts.values())
     for name, path in scripts.items():
@@ -174,47 +187,198 @@ def test_python_script_reads_as_layer_calls_with_literal_arguments(runs):
     compile(text, "model.py", "exec")
 
 
-def test_savedmodels_serve_with_tensorflow_alone(runs, tmp_path):
+# --- SavedModels served by TensorFlow alone ----------------------------------------------------
+
+# Texts for the translation run's `translate`: sentences of the grammar, one with a word the
+# vocabulary lacks and odd case and punctuation, one word; then texts without a token.
+TEXTS = ["the good dog runs .", "The ZEBRA, sleeps — a doctor waits!", "dog"]
+NO_TOKEN = ["", "   "]
+# A Transformer Translator with subword vocabularies (random weights: gibberish, but exactly
+# defined), asked texts of its pieces, characters it never saw, and an empty text.
+ENGLISH = ["She is here.", "They are hungry.", "The dog is old.", "We are here.", "She sings."]
+FRENCH = ["Elle est là.", "Ils ont faim.", "Le chien est vieux.", "Nous sommes là.", "Elle chante."]
+SUBWORD_TEXTS = ["They are here.", "The dog sings.", "she is hungry", "Zèbre xylophone !"]
+# What the SavedModels must be served without.
+REFUSED = ("keras_seq", "builder_ui", "sentencepiece")
+
+SERVE = """
+import json, os, sys
+
+class Refuse:  # serving must not need the libraries that wrote the SavedModels
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {refused!r}:
+            raise ImportError(f"{{name}} may not be imported here")
+
+sys.meta_path.insert(0, Refuse())
+import numpy as np
+import tensorflow as tf
+
+served = sys.argv[1]
+ids = np.load(os.path.join(served, "ids.npz"))
+with open(os.path.join(served, "texts.json"), encoding="utf-8") as file:
+    texts = json.load(file)
+models, arrays, translations = {{}}, {{}}, {{}}
+for key in [*ids.files, *texts]:  # "<export>__<batch>"
+    name = key.split("__")[0]
+    if name not in models:
+        models[name] = tf.saved_model.load(os.path.join(served, name))
+for key in ids.files:
+    arrays[key] = models[key.split("__")[0]].serve(tf.constant(ids[key])).numpy()
+for key, batch in texts.items():
+    out = models[key.split("__")[0]].translate(tf.constant(batch, dtype=tf.string))
+    translations[key] = [text.decode("utf-8") for text in out.numpy()]
+np.savez(os.path.join(served, "served.npz"), **arrays)
+with open(os.path.join(served, "translations.json"), "w", encoding="utf-8") as file:
+    json.dump(translations, file)
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {refused!r})))
+"""
+
+
+def _padded_ids(rng, vocabulary_size):
+    """Source id batches of 1×3 and 4×7, every row but the first right-padded."""
+    batches = []
+    for batch, time in ((1, 3), (4, 7)):
+        source = rng.integers(4, vocabulary_size, size=(batch, time))
+        source[1:, time - 2 :] = 0
+        batches.append(source.astype("int32"))
+    return batches
+
+
+@pytest.fixture(scope="module")
+def served(runs, tmp_path_factory):
+    """Three SavedModels, what was asked of them, and what a fresh interpreter served.
+
+    `classifier` and `translator` are exported from the runs, `subword` by
+    `Translator.export_saved_model` over a directory that held an older export.
+    """
+    from keras_seq.models import Translator, seq2seq
+    from keras_seq.tasks import SubwordVocabulary
+
     store, records = runs
+    directory = tmp_path_factory.mktemp("served")
+    ids, texts, local = {}, {}, {}
+
     classifier = records["export-bilstm"]
-    translator = records["export-seq2seq"]
-    classifier_dir = export.export(store, classifier.id, "savedmodel")
-    translator_dir = export.export(store, translator.id, "savedmodel")
-    prepared_classifier = builders.prepare(classifier.spec)
-    prepared_translator = builders.prepare(translator.spec)
-    x = prepared_classifier.x_val[:8].astype("int32")
-    source = prepared_translator.task.x_val[:8].astype("int32")
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "source.npy", source)
-    code = textwrap.dedent(
-        f"""
-        import sys
-        import numpy as np
-        import tensorflow as tf
-        classifier = tf.saved_model.load({str(classifier_dir)!r})
-        translator = tf.saved_model.load({str(translator_dir)!r})
-        x = np.load({str(tmp_path / "x.npy")!r})
-        source = np.load({str(tmp_path / "source.npy")!r})
-        np.save({str(tmp_path / "probabilities.npy")!r}, classifier.serve(x).numpy())
-        np.save({str(tmp_path / "ids.npy")!r}, translator.serve(source).numpy())
-        print(sorted(m for m in sys.modules if m.split(".")[0] in ("keras_seq", "builder_ui")))
-        """
+    export.export(store, classifier.id, "savedmodel", out=directory / "classifier")
+    ids["classifier__8"] = builders.prepare(classifier.spec).x_val[:8].astype("int32")
+    local["classifier"] = keras.saving.load_model(store.artifact_path(classifier.id, "model.keras"))
+
+    run = records["export-translator"]
+    export.export(store, run.id, "savedmodel", out=directory / "translator")
+    task = export.stored_task(store, run.id)
+    model = export.load_trained_model(store, run.id)
+    local["translator"] = Translator(
+        model, task.source_vocabulary, task.target_vocabulary, max_length=task.targets.length
     )
+    texts["translator__alone"] = TEXTS[:1]
+    texts["translator__batch"] = TEXTS + NO_TOKEN
+
+    source = SubwordVocabulary.train(ENGLISH, 40, "bpe")
+    target = SubwordVocabulary.train(FRENCH, 24, "unigram")
+    keras.utils.set_random_seed(3)
+    transformer = seq2seq(
+        len(source),
+        len(target),
+        architecture="transformer",
+        embedding_dim=16,
+        num_heads=2,
+        ff_dim=32,
+        max_length=16,
+    )
+    local["subword"] = Translator(transformer, source, target, max_length=12)
+    older = directory / "subword"
+    older.mkdir()
+    (older / "stale.txt").write_text("an older export", encoding="utf-8")
+    with pytest.raises(FileExistsError, match="already exists; pass overwrite=True"):
+        local["subword"].export_saved_model(older)
+    local["subword"].export_saved_model(older, overwrite=True)
+    texts["subword__batch"] = [*SUBWORD_TEXTS, ""]
+
+    rng = np.random.default_rng(0)
+    for name in ("translator", "subword"):
+        for batch in _padded_ids(rng, len(local[name].source_vocabulary)):
+            ids[f"{name}__{len(batch)}"] = batch
+    written = sorted(os.listdir(directory))
+    np.savez(directory / "ids.npz", **ids)
+    (directory / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=180
+        [sys.executable, "-c", SERVE.format(refused=REFUSED), str(directory)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        timeout=300,  # a hang guard: loading TensorFlow and three SavedModels takes seconds
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().endswith("[]")  # neither keras_seq nor builder_ui was needed
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = {
+        "imported": json.loads(result.stdout.strip().splitlines()[-1]),
+        "written": written,
+        "arrays": dict(np.load(directory / "served.npz")),
+        "translations": json.loads((directory / "translations.json").read_text("utf-8")),
+    }
+    return directory, ids, texts, local, out
 
-    trained = keras.saving.load_model(store.artifact_path(classifier.id, "model.keras"))
-    np.testing.assert_allclose(
-        np.load(tmp_path / "probabilities.npy"), trained.predict(x, verbose=0), atol=1e-5
-    )
-    from keras_seq.models import greedy_decode
 
-    seq2seq = keras.saving.load_model(store.artifact_path(translator.id, "model.keras"))
-    expected = np.asarray(greedy_decode(seq2seq, source, source.shape[1] + 1).ids)
-    np.testing.assert_array_equal(np.load(tmp_path / "ids.npy"), expected)
+def test_savedmodels_serve_in_a_process_that_refuses_keras_seq(served):
+    *_, out = served  # the fixture's interpreter refused every import of REFUSED
+    assert out["imported"] == []
+    assert set(out["arrays"]) == {"classifier__8", "translator__1", "translator__4"} | {
+        "subword__1",
+        "subword__4",
+    }
+    assert set(out["translations"]) == {"translator__alone", "translator__batch", "subword__batch"}
+
+
+def test_a_classifier_serves_the_probabilities_its_keras_model_predicts(served):
+    _, ids, _, local, out = served
+    x = ids["classifier__8"]
+    expected = local["classifier"].predict(x, verbose=0)
+    np.testing.assert_allclose(out["arrays"]["classifier__8"], expected, atol=1e-5)
+
+
+def test_a_translation_run_translates_text_as_the_translator_does_alone_or_in_a_batch(served):
+    *_, local, out = served
+    expected = local["translator"].translate(TEXTS)
+    assert out["translations"]["translator__alone"] == expected[:1]
+    assert out["translations"]["translator__batch"] == [*expected, "", ""]  # no token: ""
+
+
+def test_subword_pieces_are_cut_and_joined_in_the_graph_as_the_translator_does(served):
+    *_, local, out = served
+    expected = local["subword"].translate(SUBWORD_TEXTS)
+    assert out["translations"]["subword__batch"] == [*expected, ""]
+
+
+def test_serve_gives_the_translators_greedy_ids_on_padded_batches(served):
+    _, ids, _, local, out = served
+    checked = 0
+    for key, source in ids.items():
+        name = key.split("__")[0]
+        if name == "classifier":
+            continue
+        got = out["arrays"][key]
+        assert got.dtype == np.int32, (key, got.dtype)
+        np.testing.assert_array_equal(got, keras.ops.convert_to_numpy(local[name](source)))
+        checked += 1
+    assert checked == 4
+
+
+def test_export_saved_model_replaces_an_older_export_only_when_told(served):
+    directory, *_, out = served
+    assert not (directory / "subword" / "stale.txt").exists()
+    assert (directory / "subword" / "saved_model.pb").is_file()
+    # Written through temporary directories: nothing else is left beside the exports.
+    assert out["written"] == ["classifier", "subword", "translator"]
+
+
+def test_the_translator_savedmodel_carries_both_vocabularies_as_json(runs, served):
+    store, records = runs
+    directory, *_ = served
+    task = export.stored_task(store, records["export-translator"].id)
+    path = directory / "translator" / "assets.extra" / "vocabularies.json"
+    assert json.loads(path.read_text("utf-8")) == {
+        "source_vocabulary": task.source_vocabulary.get_config(),
+        "target_vocabulary": task.target_vocabulary.get_config(),
+    }
 
 
 def test_savedmodel_is_zipped_and_every_export_is_a_recorded_artifact(runs):

@@ -3,8 +3,8 @@
 #   make venv                      create .venv and install the project with its dev extras
 #   make check                     the fast tier: lint, format check, every test not marked `large`
 #                                  (TensorFlow), the backend-agnostic ones under JAX and PyTorch
-#   make test                      make check, then the docs build and every `large` test (browser
-#                                  tests included) on the three backends
+#   make test                      make check, then every `large` test (the docs build and the
+#                                  browser tests included) on the three backends
 #   make test-under-load           the same with a busy loop on every core
 #   make app ARGS="--port 7871"    start the Gradio builder app (options go to `keras-seq ui`)
 #   make docs                      build the documentation site into site/ (warnings are errors)
@@ -74,7 +74,9 @@ test-large: $(STAMP) browser ## The `large` tests alone, on the three backends.
 	KERAS_BACKEND=jax $(PYTEST) -m "backend_agnostic and large"
 	KERAS_BACKEND=torch $(PYTEST) -m "backend_agnostic and large"
 
-test: check docs test-large ## make check, the docs build and every `large` test: what CI runs.
+# The docs build (`mkdocs build --strict`) is a large test: tests/docs/test_site.py builds the
+# site once and reads the pages it promises.
+test: check test-large ## make check, then every `large` test (docs build and browser tests too): CI.
 
 # Each test's time, per backend, into tests/durations.json: the order in which the files are
 # handed to the workers (tests/conftest.py). Rerun after adding or changing long tests.

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import multiprocessing.util
 import os
+import random
 import sys
 import threading
 import time
@@ -32,7 +33,7 @@ from pathlib import Path
 import pytest
 
 LARGE_SECONDS = 5.0
-WAIT_SECONDS = 30.0
+WAIT_SECONDS = 120.0
 GUARD = os.environ.get("KERAS_SEQ_TIER_GUARD", "1") != "0"
 # Audit events of a process being started (subprocess, os.system, exec, spawn, fork).
 _PROCESS_EVENTS = frozenset(
@@ -142,8 +143,25 @@ def _load() -> dict[str, dict[str, float]]:
     return data if isinstance(data, dict) else {}
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--shuffle-files",
+        type=int,
+        metavar="SEED",
+        help="run the test files in a random order drawn from SEED (tests within a file keep "
+        "theirs): a test that passes only after some other file is found this way",
+    )
+
+
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselected what will not run
-def pytest_collection_modifyitems(items) -> None:
+def pytest_collection_modifyitems(config, items) -> None:
+    seed = config.getoption("--shuffle-files")
+    if seed is not None:
+        files = list(dict.fromkeys(item.path for item in items))
+        random.Random(seed).shuffle(files)
+        rank = {path: index for index, path in enumerate(files)}
+        items.sort(key=lambda item: rank[item.path])
+        return
     data = _load()
     # A file not yet measured on this backend counts its TensorFlow time (a close enough order).
     measured = {**data.get("tensorflow", {}), **data.get(_backend(), {})}

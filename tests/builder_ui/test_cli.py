@@ -86,6 +86,7 @@ def test_every_registered_command_has_its_own_subparser():
     assert parser.prog == "keras-seq"
 
 
+@pytest.mark.large
 def test_help_imports_neither_gradio_nor_keras():
     code = (
         "import sys\n"

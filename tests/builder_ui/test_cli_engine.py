@@ -249,6 +249,7 @@ def test_bad_specs_exit_2_with_one_message_and_write_no_runs(tmp_path, capsys, c
     assert not runs.exists()  # not even an empty store: nothing is written
 
 
+@pytest.mark.large
 def test_a_missing_spec_file_exits_2_without_creating_a_store(tmp_path):
     result = keras_seq("train", str(tmp_path / "nothere.yaml"), "--runs", str(tmp_path / "runs"))
     assert result.returncode == 2
@@ -344,6 +345,7 @@ def test_schema_prints_the_json_schema_of_specs(capsys):
     assert {"version", "name", "task", "model", "train", "sweep"} <= set(schema["properties"])
 
 
+@pytest.mark.large
 def test_every_command_help_imports_no_heavy_module():
     code = (
         "import sys\n"
@@ -365,6 +367,7 @@ def test_every_command_help_imports_no_heavy_module():
     assert result.stdout.strip().endswith("[]")
 
 
+@pytest.mark.large
 def test_the_engine_and_cli_need_no_tensorflow_under_jax(tmp_path):
     # A GPU host may have JAX and no TensorFlow: hide TensorFlow and check a spec end to end.
     code = textwrap.dedent(
@@ -397,6 +400,7 @@ def test_the_engine_and_cli_need_no_tensorflow_under_jax(tmp_path):
     assert result.stdout.splitlines()[-1] == "0 False"
 
 
+@pytest.mark.large
 def test_gpu_check_script_parses_and_documents_its_options():
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.sh"
     subprocess.run(["bash", "-n", str(script)], check=True, timeout=30)

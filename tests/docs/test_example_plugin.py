@@ -52,6 +52,7 @@ def installed(tmp_path_factory):
     return work, env
 
 
+@pytest.mark.large
 def test_pip_leaves_the_entry_points_that_builder_ui_reads(installed):
     work, _ = installed
     (entry_points,) = (work / "site").glob("kseq_example_plugin-*.dist-info/entry_points.txt")
@@ -78,6 +79,7 @@ def test_the_installed_plugin_trains_from_its_spec_with_keras_seq_train(installe
         assert 0.0 <= record.metrics["accuracy"] <= 1.0, record.metrics
 
 
+@pytest.mark.large
 def test_a_bad_plugin_field_is_refused_by_name_and_writes_nothing(installed):
     work, env = installed
     runs = work / "refused-runs"
@@ -89,6 +91,7 @@ def test_a_bad_plugin_field_is_refused_by_name_and_writes_nothing(installed):
     assert not runs.exists()
 
 
+@pytest.mark.large
 def test_the_plugin_types_are_in_the_schema(installed):
     work, env = installed
     result = _run([sys.executable, "-m", "builder_ui.cli", "schema"], work, env)

@@ -22,6 +22,9 @@ from tests.docs.snippets import ROOT
 
 BUILD_TIMEOUT_S = 600  # a hang guard: the build takes about ten seconds
 
+# The build is the docs build of `make test` (the site is built once, here): a fresh process.
+pytestmark = pytest.mark.large
+
 needs_mkdocs = pytest.mark.skipif(
     importlib.util.find_spec("mkdocs") is None,
     reason="mkdocs is not installed (`pip install -e '.[docs]'`, or `make venv`)",

@@ -60,6 +60,7 @@ def test_all_lists_every_public_subpackage():
     assert set(keras_seq.__all__) - set(SUBPACKAGES) == {"__version__"}
 
 
+@pytest.mark.large
 def test_a_plain_import_makes_every_subpackage_an_attribute():
     """In a fresh interpreter, `import keras_seq` alone is enough for `keras_seq.<name>`."""
     import subprocess

@@ -100,6 +100,7 @@ def test_sgd_applies_the_schedule_of_each_update_in_training():
     )
 
 
+@pytest.mark.large
 def test_a_model_compiled_with_the_schedule_reloads_with_safe_mode_in_a_fresh_process(tmp_path):
     model = _linear_model(seed=5)
     model.compile(

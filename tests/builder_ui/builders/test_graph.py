@@ -388,6 +388,7 @@ MEMORY_CHECK = textwrap.dedent(
 )
 
 
+@pytest.mark.large
 def test_the_report_of_a_billion_weight_embedding_allocates_none_of_them():
     result = subprocess.run(
         [sys.executable, "-c", MEMORY_CHECK], capture_output=True, text=True, timeout=300

@@ -149,6 +149,7 @@ def build_by_hand(nodes, task):
     return tensors
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_random_graph_trains_if_accepted_and_fails_by_hand_if_refused(seed):
     task_section, nodes = draw_graph(seed)
@@ -230,6 +231,7 @@ def build_translator_by_hand(nodes, task):
     model({"source": task.x_train[:2], "target": task.y_train[:2]})
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("seed", TRANSLATION_SEEDS)
 def test_a_random_translating_graph_trains_if_accepted_and_fails_by_hand_if_refused(seed):
     nodes = draw_translating_graph(seed)

@@ -73,6 +73,7 @@ def _notices(text: str) -> list[str]:
     return [line for line in text.splitlines() if is_startup_notice(line)]
 
 
+@pytest.mark.large
 def test_cli_commands_print_no_startup_lines_unless_verbose():
     quiet = _cli("validate", str(SPEC))
     assert quiet.returncode == 0, quiet.stderr

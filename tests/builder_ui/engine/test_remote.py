@@ -158,6 +158,7 @@ def test_a_lost_worker_leaves_a_started_trial_interrupted_and_a_queued_one_queue
     assert driver.get(queued).status == "queued"
 
 
+@pytest.mark.large
 def test_a_killed_trials_scratch_directory_is_removed_by_the_next_one(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.run(

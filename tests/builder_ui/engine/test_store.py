@@ -241,6 +241,7 @@ def _dead_pid() -> int:
     return process.pid
 
 
+@pytest.mark.large
 def test_running_runs_of_dead_processes_become_interrupted_on_open(tmp_path):
     with RunStore(tmp_path) as store:
         dead = store.create_run(SPEC, status="running")

@@ -99,6 +99,7 @@ def written(tmp_path_factory):
     return list(zip(models, sources, rebuilt, strict=True))
 
 
+@pytest.mark.large
 def test_shared_layers_several_outputs_and_operations_are_rebuilt(written):
     model, source, rebuilt = written[0]
     assert 'shared_layer = keras.layers.Dense(5, activation="tanh", name="shared")' in source

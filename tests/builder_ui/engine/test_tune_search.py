@@ -8,12 +8,13 @@ the local search tests. `local_ray` is in this folder's conftest.
 from __future__ import annotations
 
 import os
+import signal
 
 import keras
 import pytest
 
 from builder_ui.builders import load_spec, sweeps
-from builder_ui.engine import executors, search
+from builder_ui.engine import executors, interrupts, search
 from builder_ui.engine.store import RunStore
 
 pytest.importorskip("optuna")
@@ -100,3 +101,33 @@ def test_asha_on_ray_prunes_a_weak_trial_and_keeps_its_epochs(local_ray, tmp_pat
     assert not (store.artifact_dir(weakest.id) / "model.keras").exists()
     assert weakest.metrics["loss"] == pytest.approx(weakest.history[0].metrics["val_loss"])
     assert weak.status in ("done", "pruned"), weak.error
+
+
+def test_ctrl_c_raises_again_after_a_tune_sweep(local_ray, tmp_path):
+    # Tune's `Tuner.fit` left its own SIGINT and SIGUSR1 handlers installed, which log and
+    # raise nothing: the next Ctrl-C in the process was lost and `interrupts.remembered()`
+    # stood aside, so a pytest worker that ran this file before test_stopping.py failed its
+    # Ctrl-C tests ("DID NOT RAISE KeyboardInterrupt").
+    signals = [signal.SIGINT] + ([signal.SIGUSR1] if hasattr(signal, "SIGUSR1") else [])
+    before = {signum: signal.getsignal(signum) for signum in signals}
+    document = {
+        **BASE,
+        "train": {**BASE["train"], "epochs": 1},
+        "sweep": {
+            "method": "bayes",
+            "num_trials": 1,
+            "seed": 0,
+            "parameters": {"train.learning_rate": [0.003, 0.01]},
+        },
+    }
+    store = RunStore(tmp_path / "runs")
+    result = executors.run_sweep(document, store=store, executor="ray")
+    assert [r.status for r in result.records] == ["done"], [r.error for r in result.records]
+    assert {signum: signal.getsignal(signum) for signum in before} == before
+    with interrupts.remembered():  # what `keras-seq` wraps each command in
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(100):  # the handler runs at one of these bytecodes
+                pass
+        assert interrupts.pressed()  # noted, so that a lost one would still stop training
+    store.close()

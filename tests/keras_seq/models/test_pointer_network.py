@@ -27,11 +27,7 @@ seeds; the test runs seeds 0 and 1. Trained without exclusion
 budget reached 0.946 / 0.882 (seed 0) and 0.952 / 0.897 (seed 1).
 """
 
-import os
 import re
-import subprocess
-import sys
-import textwrap
 
 import keras
 import matplotlib
@@ -431,34 +427,6 @@ def test_keras_file_reloads_with_safe_mode_and_decodes_the_same(cell, exclude_ch
         atol=1e-6,
     )
     np.testing.assert_array_equal(loaded.decode(x), net.decode(x))
-
-
-def test_keras_file_loads_in_a_fresh_process(tmp_path):
-    net = _network(input_features=2)
-    x = _random_sequences(3, 5, features=2, seed=10)
-    path = tmp_path / "pointer.keras"
-    net.save(path)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "expected.npy", net.decode(x))
-    script = f"""
-        import keras, numpy as np
-        import keras_seq.models  # registers the network and its layers
-        net = keras.saving.load_model({str(path)!r}, safe_mode=True)
-        x = np.load({str(tmp_path / "x.npy")!r})
-        np.testing.assert_array_equal(net.decode(x), np.load({str(tmp_path / "expected.npy")!r}))
-        print("decoded", type(net).__name__)
-    """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "decoded PointerNetwork" in result.stdout
 
 
 def test_docstring_examples_run():

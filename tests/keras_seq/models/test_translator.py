@@ -3,8 +3,9 @@
 The fast tests use small `Seq2Seq` models with random weights (what a
 translator outputs then is gibberish, but it is exactly defined): each
 translation must equal what the decoders give for that text alone, decoded
-with the target vocabulary; reloading (in a fresh process) must give the same
-translations. The exported SavedModel, served by TensorFlow alone, is proved
+with the target vocabulary; reloading (in a fresh process,
+tests/keras_seq/models/test_saved_models.py) must give the same translations. The exported
+SavedModel, served by TensorFlow alone, is proved
 in tests/builder_ui/results/test_export.py (a Luong LSTM reading backwards and
 a Transformer). The learning test (`large`) trains an attention model on
 `reverse` through the translator's own API and checks translations and the
@@ -15,10 +16,6 @@ to source position `n − 1 − i`.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import keras
 import matplotlib
@@ -67,14 +64,15 @@ MODELS = {
 }
 
 
+TARGET_TEXTS = ["le chat noir dort", "un petit chien court", "l' oiseau chante"]
+
+
 @pytest.fixture(scope="module")
 def vocabularies():
-    source = Vocabulary.build(SOURCE_TEXTS)
-    target = Vocabulary.build(["le chat noir dort", "un petit chien court", "l' oiseau chante"])
-    return source, target
+    return Vocabulary.build(SOURCE_TEXTS), Vocabulary.build(TARGET_TEXTS)
 
 
-class _Translators(dict):
+class Translators(dict):
     """Builds each test translator on first use (the JAX run needs only one)."""
 
     def __init__(self, source, target):
@@ -90,7 +88,7 @@ class _Translators(dict):
 
 @pytest.fixture(scope="module")
 def translators(vocabularies):
-    return _Translators(*vocabularies)
+    return Translators(*vocabularies)
 
 
 _DECODERS = {}
@@ -274,64 +272,6 @@ def test_config_holds_the_constructor_arguments_and_round_trips(translators):
     assert restored.get_config() == config
     restored.model.set_weights(translator.model.get_weights())
     assert restored.translate(TEXTS) == translator.translate(TEXTS)
-
-
-def _run_fresh_python(script, cwd):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONDONTWRITEBYTECODE="1")
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr[-4000:]}"
-    return result.stdout
-
-
-def test_saved_translator_reloads_in_a_fresh_process_with_the_same_translations(
-    translators, tmp_path
-):
-    translator = translators["luong-reversed"]
-    path = tmp_path / "translator.keras"
-    translator.save(path)
-    expected = {
-        "greedy": translator.translate(TEXTS),
-        "beam": translator.translate(TEXTS, beam_width=3),
-        "coverage": translator.translate(TEXTS, beam_width=3, coverage_penalty=0.5),
-        "sampled": translator.translate(TEXTS, method="sample", top_p=0.9, seed=3),
-    }
-    out = _run_fresh_python(
-        f"""
-        import json, keras
-        import keras_seq  # registers the classes
-        translator = keras.saving.load_model({str(path)!r}, safe_mode=True)
-        texts = {TEXTS!r}
-        print(json.dumps({{
-            "type": type(translator).__name__,
-            "greedy": translator.translate(texts),
-            "beam": translator.translate(texts, beam_width=3),
-            "coverage": translator.translate(texts, beam_width=3, coverage_penalty=0.5),
-            "sampled": translator.translate(texts, method="sample", top_p=0.9, seed=3),
-            "max_length": translator.max_length,
-            "sizes": [len(translator.source_vocabulary), len(translator.target_vocabulary)],
-        }}))
-        """,
-        cwd=tmp_path,
-    )
-    reloaded = json.loads(out.strip().splitlines()[-1])
-    assert reloaded["type"] == "Translator"
-    assert reloaded["greedy"] == expected["greedy"]
-    assert reloaded["beam"] == expected["beam"]
-    assert reloaded["coverage"] == expected["coverage"]
-    assert reloaded["sampled"] == expected["sampled"]  # same seed, backend and device
-    assert reloaded["max_length"] == MAX_LENGTH
-    assert reloaded["sizes"] == [
-        len(translator.source_vocabulary),
-        len(translator.target_vocabulary),
-    ]
 
 
 def test_calling_the_translator_gives_the_greedy_ids_translate_decodes(translators):

@@ -3,17 +3,13 @@
 The model has random weights, so its translations are gibberish but exactly
 defined: each must equal the greedy decoder's ids for that text alone,
 decoded by joining the pieces ("▁" → space) as written out here; the reloaded
-translator (a fresh process, `safe_mode=True`) must give the same strings. The subword
+translator (a fresh process, `safe_mode=True`; tests/keras_seq/models/test_saved_models.py)
+must give the same strings. The subword
 SavedModel, its pieces cut and joined in the graph and served by TensorFlow alone, is proved
 in tests/builder_ui/results/test_export.py.
 """
 
 from __future__ import annotations
-
-import json
-import subprocess
-import sys
-import textwrap
 
 import keras
 import numpy as np
@@ -39,13 +35,18 @@ TEXTS = ["I am here.", "The man is cold.", "we are tired"]
 MAX_LENGTH = 12
 
 
-@pytest.fixture(scope="module")
-def translator():
+def make_translator():
+    """A Translator over a BPE source and a unigram target vocabulary, random weights."""
     source = SubwordVocabulary.train(ENGLISH, 40, "bpe")
     target = SubwordVocabulary.train(FRENCH, 30, "unigram")
     keras.utils.set_random_seed(3)
     model = seq2seq(len(source), len(target), cell="gru", attention="bahdanau", units=8)
     return Translator(model, source, target, max_length=MAX_LENGTH)
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return make_translator()
 
 
 def _written(vocabulary, ids):
@@ -71,36 +72,3 @@ def test_translations_are_the_greedy_pieces_joined_as_text(translator):
         assert translation == _written(translator.target_vocabulary, ids)
     _, alignment = translator.translate(TEXTS[0], return_attention=True)
     assert alignment.source_tokens == translator.source_vocabulary.tokenize(TEXTS[0])
-
-
-def test_saved_translator_reloads_in_a_fresh_process_with_its_subword_vocabularies(
-    translator, tmp_path
-):
-    path = tmp_path / "translator.keras"
-    translator.save(path)
-    expected = translator.translate(TEXTS)
-    script = f"""
-        import json, keras
-        import keras_seq  # registers the classes
-        translator = keras.saving.load_model({str(path)!r}, safe_mode=True)
-        print(json.dumps({{
-            "types": [type(translator.source_vocabulary).__name__,
-                      type(translator.target_vocabulary).__name__],
-            "models": [translator.source_vocabulary.model_type,
-                       translator.target_vocabulary.model_type],
-            "translations": translator.translate({TEXTS!r}),
-        }}))
-        """
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    reloaded = json.loads(result.stdout.strip().splitlines()[-1])
-    assert reloaded["types"] == ["SubwordVocabulary", "SubwordVocabulary"]
-    assert reloaded["models"] == ["bpe", "unigram"]
-    assert reloaded["translations"] == expected

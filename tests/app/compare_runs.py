@@ -1,9 +1,10 @@
 """Run stores for the Compare tests: runs of three model types, trained or recorded.
 
-`train_three_model_types` trains one tiny run of each of three model types through the
-real engine (one epoch each, seeded). `record_runs` writes many runs through the
-store's own API, as the engine records them (spec, running, parameters, epochs,
-final metrics), for stores too big to train, such as 1,000 runs.
+`train_runs` trains one tiny run of each model type asked for through the real engine (one
+epoch each, seeded), for the tests that use a trained model (Inspect). `record_run` and
+`record_runs` write runs through the store's own API, as the engine records them (spec,
+running, parameters, epochs, final metrics), for the tests that view and compare runs, and
+for stores too big to train, such as 1,000 runs.
 """
 
 from __future__ import annotations
@@ -63,15 +64,34 @@ def full_spec(model_type: str, **train: object) -> dict:
     return load_spec(document).model_dump(mode="json")
 
 
-def train_three_model_types(directory) -> list[str]:
-    """Train one tiny run of each model type into the store at `directory`; their ids."""
+def train_runs(directory, model_types) -> list[str]:
+    """Train one tiny run of each of `model_types` into the store at `directory`; their ids."""
     # Keras loads only for the tests that train.
     from builder_ui import engine
 
     with RunStore(directory) as store:
-        records = [engine.run(spec, store=store) for spec in TINY_SPECS.values()]
-    assert [record.status for record in records] == ["done"] * 3, [r.error for r in records]
+        records = [engine.run(TINY_SPECS[kind], store=store) for kind in model_types]
+    assert [record.status for record in records] == ["done"] * len(records), [
+        r.error for r in records
+    ]
     return [record.id for record in records]
+
+
+def record_run(
+    store: RunStore, model_type: str, score: float, *, epochs: int = 2, params: int = 100, **train
+) -> str:
+    """One finished run of `model_type`'s tiny spec (with `train` fields changed), written as
+    the engine writes one: created, running on the CPU, its parameters, `epochs` epochs of
+    logs, then done with its final validation metrics, named as the model type's builder names
+    them, whose accuracy (or token accuracy) is `score`; returns its id."""
+    run_id = store.create_run(full_spec(model_type, epochs=epochs, **train))
+    store.set_status(run_id, "running", backend="tensorflow", device="CPU")
+    store.update(run_id, params=params, precision="float32")
+    for epoch in range(1, epochs + 1):
+        store.append_epoch(run_id, epoch, {"loss": 1.0 / epoch, "val_loss": 1.1 / epoch})
+    metrics = {"loss": 1.0 - score, **_METRICS[model_type](score)}
+    store.finish(run_id, "done", metrics=metrics, wall_time=1.5, examples_per_sec=100.0)
+    return run_id
 
 
 def record_runs(store: RunStore, count: int, *, epochs: int = 2) -> list[str]:
@@ -84,16 +104,14 @@ def record_runs(store: RunStore, count: int, *, epochs: int = 2) -> list[str]:
     accuracy but BLEU, exact match and token accuracy.
     """
     types = list(TINY_SPECS)
-    ids = []
-    for i in range(count):
-        model_type = types[i % len(types)]
-        rate = (0.001, 0.003, 0.01, 0.03, 0.1)[i % 5]
-        run_id = store.create_run(full_spec(model_type, learning_rate=rate, epochs=epochs))
-        store.set_status(run_id, "running", backend="tensorflow", device="CPU")
-        store.update(run_id, params=100 + i, precision="float32")
-        for epoch in range(1, epochs + 1):
-            store.append_epoch(run_id, epoch, {"loss": 1.0 / epoch, "val_loss": 1.1 / epoch})
-        metrics = {"loss": 1.0 - i / count, **_METRICS[model_type](i / count)}
-        store.finish(run_id, "done", metrics=metrics, wall_time=1.5, examples_per_sec=100.0)
-        ids.append(run_id)
-    return ids
+    return [
+        record_run(
+            store,
+            types[i % len(types)],
+            i / count,
+            epochs=epochs,
+            params=100 + i,
+            learning_rate=(0.001, 0.003, 0.01, 0.03, 0.1)[i % 5],
+        )
+        for i in range(count)
+    ]

@@ -1,8 +1,9 @@
 """The Compare tab in a real browser: filters that never error, a readable table, 1,000 runs.
 
 Playwright drives Debian's Chromium against `keras-seq ui` (a subprocess) over a real run
-store: one with a tiny run of each of three model types trained by the engine, and one of
-1,000 runs written through `RunStore`'s API. Screenshots at 1400×900 go to
+store: one with a run of each of three model types, the translator trained by the engine (the
+Inspect test decodes with it) and the others written through `RunStore`'s API as the engine
+writes them, and one of 1,000 runs written that way. Screenshots at 1400×900 go to
 `$KERAS_SEQ_SCREENSHOTS` (default `tests/artifacts/screenshots/`).
 """
 
@@ -16,7 +17,7 @@ import pytest
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server
 from tests.app.browser import needs_chromium
-from tests.app.compare_runs import record_runs, train_three_model_types
+from tests.app.compare_runs import record_run, record_runs, train_runs
 from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
 
 pytestmark = [pytest.mark.large, needs_chromium]
@@ -33,15 +34,23 @@ def _serve(directory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory) -> Iterator[tuple[Server, list[str]]]:
-    """A server over three trained runs (three model types) and a cancelled run of a sweep."""
+    """A server over a run of each of three model types and a cancelled run of a sweep.
+
+    The translator is trained (Inspect decodes with its model); the classifier and the pointer
+    network are recorded (the tests only view them).
+    """
     directory = tmp_path_factory.mktemp("compare-mixed")
-    ids = train_three_model_types(directory / "runs")
+    # In this order (the table's columns follow the runs' metrics in the order they came).
     with RunStore(directory / "runs") as store:
-        spec = store.get(ids[0]).spec
+        classifier = record_run(store, "sequence_classifier", 0.75, epochs=1)
+    (translator,) = train_runs(directory / "runs", ["seq2seq"])
+    with RunStore(directory / "runs") as store:
+        pointer = record_run(store, "pointer_network", 0.5, epochs=1)
+        spec = store.get(classifier).spec
         cancelled = store.create_run(spec, name="never-ran", sweep_id="sweep-b")
         store.set_status(cancelled, "cancelled")
     for running in _serve(directory):
-        yield running, [*ids, cancelled]
+        yield running, [classifier, translator, pointer, cancelled]
 
 
 @pytest.fixture(scope="module")

@@ -32,8 +32,11 @@ from pathlib import Path
 
 import pytest
 
-LARGE_SECONDS = 5.0
-WAIT_SECONDS = 120.0
+pytest_plugins = ["pytester"]  # tests/test_tiers.py runs this conftest on small test files
+
+# The bound is settable so that the guard's own test (tests/test_tiers.py) need not wait 5 s.
+LARGE_SECONDS = float(os.environ.get("KERAS_SEQ_LARGE_SECONDS", "5"))
+WAIT_SECONDS = 24 * LARGE_SECONDS
 GUARD = os.environ.get("KERAS_SEQ_TIER_GUARD", "1") != "0"
 # Audit events of a process being started (subprocess, os.system, exec, spawn, fork).
 _PROCESS_EVENTS = frozenset(
@@ -141,6 +144,13 @@ def _load() -> dict[str, dict[str, float]]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def pytest_itemcollected(item) -> None:
+    """`large_on("jax", ...)`: large on those backends only (where XLA compiles it, say)."""
+    marker = item.get_closest_marker("large_on")
+    if marker is not None and _backend() in marker.args:
+        item.add_marker(pytest.mark.large)  # before `-m` deselects by marker
 
 
 def pytest_addoption(parser) -> None:

@@ -1,0 +1,93 @@
+"""The tier guard of tests/conftest.py fails a test that should be marked `large`, and only it.
+
+Each case runs pytest in a fresh process on a small test file beside a copy of the project's
+conftest, with the bound lowered to 0.5 s so that a long test need not take 5 s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.large  # runs pytest in a fresh process
+
+CONFTEST = Path(__file__).with_name("conftest.py")
+
+CASES = """
+import subprocess
+import sys
+import time
+
+import pytest
+
+
+def busy(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_quick():
+    assert sum(range(1000)) == 499500
+
+
+def test_starts_a_process():
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+
+def test_busy_past_the_bound():
+    busy(0.8)
+
+
+@pytest.mark.large
+def test_marked_large_starts_a_process_and_runs_long():
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    busy(0.8)
+
+
+@pytest.mark.large_on("tensorflow", "jax", "torch")
+def test_large_on_every_backend():
+    busy(0.8)
+
+
+@pytest.mark.large_on("no-such-backend")
+def test_large_on_another_backend_only():
+    busy(0.8)
+"""
+
+
+@pytest.fixture
+def outcome(pytester, monkeypatch):
+    monkeypatch.setenv("KERAS_SEQ_LARGE_SECONDS", "0.5")
+    pytester.makeconftest(CONFTEST.read_text(encoding="utf-8"))
+    pytester.makepyfile(test_cases=CASES)
+    pytester.makeini("[pytest]\nmarkers =\n    large: l\n    large_on(*backends): l\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rf")
+    return {
+        name: ("failed" if f"FAILED test_cases.py::{name}" in result.stdout.str() else "passed")
+        for name in (
+            "test_quick",
+            "test_starts_a_process",
+            "test_busy_past_the_bound",
+            "test_marked_large_starts_a_process_and_runs_long",
+            "test_large_on_every_backend",
+            "test_large_on_another_backend_only",
+        )
+    }, result.stdout.str()
+
+
+def test_an_unmarked_test_that_starts_a_process_or_runs_long_fails_and_a_marked_one_passes(
+    outcome,
+):
+    states, out = outcome
+    assert states == {
+        "test_quick": "passed",
+        "test_starts_a_process": "failed",
+        "test_busy_past_the_bound": "failed",
+        "test_marked_large_starts_a_process_and_runs_long": "passed",
+        "test_large_on_every_backend": "passed",
+        "test_large_on_another_backend_only": "failed",
+    }, out
+    assert "it started 1 process(es), the first: subprocess.Popen" in out
+    assert "is not marked large" in out

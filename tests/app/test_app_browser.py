@@ -1,12 +1,13 @@
 """A person's clicks in a real browser: Playwright drives Debian's Chromium against `keras-seq ui`.
 
-Build → Train → Compare, an invalid hyperparameter, bad uploads and two
-sessions training at once (one on another Keras backend, chosen in the form), each
-against a real server (a subprocess) and a real run store. Screenshots of each step
-are saved under `tests/artifacts/screenshots/` (or `$KERAS_SEQ_SCREENSHOTS`), kept
-with the test output. No browser is downloaded: the test uses the Chromium that
-`make browser` installs from Debian (`$KERAS_SEQ_CHROMIUM`, default
-`/usr/bin/chromium`) and is skipped, saying so, when it is missing.
+An invalid hyperparameter, bad uploads and two sessions training at once (one on another
+Keras backend, chosen in the form), each against a real server (a subprocess) and a real run
+store; Build → Train → Compare as a person clicks it is the walk-through
+(`test_app_walkthrough.py`). The helpers here serve the other browser tests too. Screenshots
+of each step are saved under `tests/artifacts/screenshots/` (or `$KERAS_SEQ_SCREENSHOTS`),
+kept with the test output. No browser is downloaded: the test uses the Chromium that `make
+browser` installs from Debian (`$KERAS_SEQ_CHROMIUM`, default `/usr/bin/chromium`) and is
+skipped, saying so, when it is missing.
 """
 
 from __future__ import annotations
@@ -106,37 +107,6 @@ def queue_and_wait(page) -> str:
 def runs_in(server: Server) -> list[str]:
     with RunStore(server.runs) as store:
         return [record.id for record in store.list_runs()]
-
-
-def test_build_train_compare_like_a_person(open_page, server):
-    from playwright.sync_api import expect
-
-    page = open_page()
-    build_tiny_spec(page, "clicked-run")
-    page.locator("#summarize-button").click()
-    expect(page.locator("#summary-headline")).to_contain_text("parameters", timeout=60_000)
-    expect(page.locator("#model-diagram")).to_contain_text("simple_0")
-    screenshot(page, "1-build")
-
-    run_id = queue_and_wait(page)
-    expect(page.locator("#queue-table")).to_contain_text(run_id)
-    screenshot(page, "2-train")
-
-    page.get_by_role("tab", name="Compare").click()
-    row = page.locator("#results-table").get_by_role("row").filter(has_text=run_id)
-    expect(row).to_be_visible(timeout=UI_TIMEOUT_MS)
-    with RunStore(server.runs) as store:
-        record = store.get(run_id)
-    assert record.status == "done" and record.name == "clicked-run"
-    expect(row).to_contain_text("clicked-run")
-    expect(row).to_contain_text("done")
-    expect(row).to_contain_text(f"{record.metrics['accuracy']:.4g}")
-
-    row.get_by_role("gridcell").first.click()  # select it for the curves
-    expect(page.locator("#compare-runs")).to_contain_text(run_id)
-    page.locator("#compare-plot-button").click()
-    expect(page.locator("#compare-plot img, #compare-plot svg").first).to_be_visible()
-    screenshot(page, "3-compare")
 
 
 def test_an_invalid_hyperparameter_shows_an_error_beside_the_field(open_page, server):

@@ -13,13 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.app.browser import needs_chromium
-from tests.app.test_app_browser import (
-    UI_TIMEOUT_MS,
-    build_tiny_spec,
-    fill_field,
-    queue_and_wait,
-    screenshot,
-)
+from tests.app.test_app_browser import UI_TIMEOUT_MS, fill_field, screenshot
 
 pytestmark = [pytest.mark.large, needs_chromium]
 
@@ -140,27 +134,3 @@ def test_an_inspect_error_does_not_stay_on_another_sub_tab(page):
     expect(message).to_contain_text("Choose a run first")
     page.get_by_role("tab", name="Positional encoding").click()
     expect(message).to_have_text("")
-
-
-def test_another_inspect_run_clears_the_predictions_of_the_one_before(page):
-    from playwright.sync_api import expect
-
-    build_tiny_spec(page, "inspected")
-    run_id = queue_and_wait(page)
-    page.get_by_role("tab", name="Inspect").click()
-    page.locator("#inspect-refresh").click()
-    run = page.locator("#inspect-run input")
-    run.click()
-    page.get_by_role("option", name=run_id).first.click()
-    page.locator("#predict-button").click()
-    summary = page.locator("#predict-summary")
-    expect(summary).to_contain_text("True class", timeout=60_000)
-    table = page.locator("#predict-table")
-    expect(table).to_contain_text("probability")
-    probability = table.get_by_role("gridcell").nth(1).inner_text()  # class 0's, e.g. 0.7272
-    run.click()
-    run.fill("no-such-run")
-    run.press("Enter")
-    expect(summary).to_have_text("")
-    expect(table).not_to_contain_text(probability)
-    screenshot(page, "inspect-run-changed")

@@ -2,10 +2,13 @@
 
 Build a model, train three configurations of it, reload the page while the third trains,
 compare the three (text filter, status filter, sort by a metric, parallel coordinates,
-overlaid curves), inspect one and export it. Every step's visible result is checked, and the page
-may log no console error and show no red "Error" badge from start to end (what Gradio's
-client logs as the reload cuts the old page's stream is kept apart: see
-`tests.app.browser.Watched`). Screenshots go to `tests/artifacts/screenshots/walkthrough-*`.
+overlaid curves), inspect one (choosing another clears its predictions) and export it. This
+is the browser test that trains through the page from Build to Compare; the other browser
+tests of viewing and comparing runs read stores written without training. Every step's
+visible result is checked, and the page may log no console error and show no red "Error"
+badge from start to end (what Gradio's client logs as the reload cuts the old page's stream
+is kept apart: see `tests.app.browser.Watched`). Screenshots go to
+`tests/artifacts/screenshots/walkthrough-*`.
 """
 
 from __future__ import annotations
@@ -56,11 +59,13 @@ def test_build_train_three_reload_compare_inspect_export(browser, server):
     build_tiny_spec(page, "walk-narrow")
     page.locator("#summarize-button").click()
     expect(page.locator("#summary-headline")).to_contain_text("parameters", timeout=60_000)
+    expect(page.locator("#model-diagram")).to_contain_text("simple_0")
     screenshot(page, "walkthrough-1-build")
 
     # Train three configurations: two short, the third long enough to reload during it.
     narrow = queue(page)
     expect(progress(page, narrow, "done")).to_be_visible(timeout=TRAIN_TIMEOUT_MS)
+    expect(page.locator("#queue-table")).to_contain_text(narrow)
     page.get_by_role("tab", name="Build").click()
     fill_field(page, "name", "walk-wide")
     fill_field(page, "model-encoder-units", "8")
@@ -89,8 +94,9 @@ def test_build_train_three_reload_compare_inspect_export(browser, server):
     page.get_by_role("tab", name="Compare").click()
     page.wait_for_selector("#results-table")
     filter_by(page, "walk-")
-    for run_id in records:
+    for run_id, record in records.items():
         expect(rows(page, run_id)).to_be_visible()
+        expect(rows(page, run_id)).to_contain_text(f"{record.metrics['accuracy']:.4g}")
     page.locator("#results-status").get_by_label("done").check()
     settled(page)
     for run_id in records:
@@ -122,9 +128,15 @@ def test_build_train_three_reload_compare_inspect_export(browser, server):
     page.locator("#inspect-refresh").click()
     choose(page, "inspect-run", wide)
     page.locator("#predict-button").click()
-    expect(page.locator("#predict-summary")).to_contain_text("True class", timeout=60_000)
-    expect(page.locator("#predict-table")).to_contain_text("probability")
+    summary, table = page.locator("#predict-summary"), page.locator("#predict-table")
+    expect(summary).to_contain_text("True class", timeout=60_000)
+    expect(table).to_contain_text("probability")
     screenshot(page, "walkthrough-4-inspect")
+    # Another run chosen: the wide run's predictions go with it.
+    probability = table.get_by_role("gridcell").nth(1).inner_text()  # class 0's, e.g. 0.7272
+    choose(page, "inspect-run", narrow)
+    expect(summary).to_have_text("")
+    expect(table).not_to_contain_text(probability)
 
     # Export it as a .keras file, offered for download with the code that loads it.
     page.get_by_role("tab", name="Export").click()

@@ -21,9 +21,9 @@ Measured on 2 shared CPU cores with TensorFlow 2.21 (validation MSE):
     0      0.1070        0.0632       0.0633       0.0534
     1      0.1065        0.0650       0.0650       0.0531
 
-Each test takes 17-18 s at a load average of 1.4, 26-31 s on a busier machine.
-Asserted, with a margin: the ConvLSTM's MSE is below 0.9 × the better trivial prediction
-and 0.9 × the frame LSTM's.
+The test runs seed 0 (seed 1, measured above, passes too): 17-18 s at a load average of 1.4,
+26-31 s on a busier machine. Asserted, with a margin: the ConvLSTM's MSE is below 0.9 × the
+better trivial prediction and 0.9 × the frame LSTM's.
 """
 
 import time
@@ -37,7 +37,7 @@ from keras_seq.tasks import moving_shapes
 
 pytestmark = pytest.mark.large
 
-SEEDS = [0, 1]
+SEED = 0
 EPOCHS = 6
 BATCH_SIZE = 32
 LEARNING_RATE = 1e-2
@@ -62,9 +62,9 @@ def _validation_mse(model, task, seed):
     return history.history["val_mean_squared_error"][-1]
 
 
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("seed", SEEDS)
-def test_conv_lstm_beats_trivial_predictions_and_an_equal_size_frame_lstm(seed):
+@pytest.mark.timeout(400)  # a hang guard: 30 s on two cores, over 120 s at a load of 8
+def test_conv_lstm_beats_trivial_predictions_and_an_equal_size_frame_lstm():
+    seed = SEED
     task = moving_shapes(1000, size=16, frames=10, predict=5, seed=seed)
     future = task.targets.length
     repeat_last = np.mean((np.repeat(task.x_val[:, -1:], future, axis=1) - task.y_val) ** 2)

@@ -7,11 +7,10 @@ sum to 1, excluded positions get exactly 0, decoding with exclusion returns a
 permutation, step `i` cannot see pointers from step `i` on). They also run
 under JAX.
 
-The learning test (`slow`, TensorFlow) trains the network on `sort_numbers`
+The learning test (`large`, TensorFlow) trains the network on `sort_numbers`
 with 5 numbers and measures greedy decoding with exclusion on the validation
-split (2,000 sequences). With 8,000 training sequences, 10 epochs, 64 units,
-Adam 1e-2 (clipnorm 1) and batch 64, measured on 2 shared CPU cores (build,
-fit and decode; 15-30 s each while other jobs ran, 12-20 s on a quieter machine):
+split. With 8,000 training sequences, 10 epochs, 64 units, Adam 1e-2
+(clipnorm 1) and batch 64, measured on 2 shared CPU cores:
 
     seed  per-position  exact permutation
     0     0.985         0.962
@@ -21,10 +20,14 @@ fit and decode; 15-30 s each while other jobs ran, 12-20 s on a quieter machine)
     4     0.989         0.973
 
 Chance is 0.2 per position and 1/120 ≈ 0.008 for a whole permutation. The
-thresholds below (0.95 and 0.90) leave a margin under the worst of the 5
-seeds; the test runs seeds 0 and 1. Trained without exclusion
-(`exclude_chosen=False`, as in the paper) and decoded with it, the same
-budget reached 0.946 / 0.882 (seed 0) and 0.952 / 0.897 (seed 1).
+network learns most of it in the first epoch: on 4,000 training sequences,
+seed 0 reached 0.970 / 0.928 after one epoch, 0.982 / 0.954 after two, and
+stayed within 0.976-0.978 / 0.939-0.944 up to six. The test trains seed 0
+for two epochs on 4,000 sequences (1,000 to validate) and asks for 0.90 per
+position and 0.80 exact: 4.5 and 100 times chance, with a margin under every
+epoch measured. Trained without exclusion (`exclude_chosen=False`, as in the
+paper) and decoded with it, the 10-epoch budget reached 0.946 / 0.882 (seed
+0) and 0.952 / 0.897 (seed 1).
 """
 
 import re
@@ -441,16 +444,16 @@ def test_docstring_examples_run():
 # --------------------------------------------------------------------------------- learning
 
 LENGTH = 5
-NUM_SEQUENCES = 10_000  # 8,000 to train, 2,000 to validate
-EPOCHS = 10
+NUM_SEQUENCES = 5_000  # 4,000 to train, 1,000 to validate
+EPOCHS = 2
 BATCH_SIZE = 64
 UNITS = 64
 LEARNING_RATE = 1e-2
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("seed", [0, 1])
-def test_pointer_network_learns_to_sort_five_numbers(seed):
+def test_pointer_network_learns_to_sort_five_numbers():
+    seed = 0
     keras.utils.set_random_seed(seed)
     task = sort_numbers(LENGTH, NUM_SEQUENCES, seed=seed)
     net = pointer_network(task.inputs.features, units=UNITS)
@@ -474,6 +477,6 @@ def test_pointer_network_learns_to_sort_five_numbers(seed):
     sorted_rows = np.all(np.diff(np.take_along_axis(numbers, pointers, axis=1), axis=1) >= 0, 1)
 
     assert _is_permutation(pointers, LENGTH)
-    assert per_position >= 0.95, f"per-position accuracy {per_position:.3f}"
-    assert exact >= 0.90, f"exact-match accuracy {exact:.3f}"
+    assert per_position >= 0.90, f"per-position accuracy {per_position:.3f}"
+    assert exact >= 0.80, f"exact-match accuracy {exact:.3f}"
     assert np.mean(sorted_rows) >= exact

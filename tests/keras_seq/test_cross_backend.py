@@ -27,9 +27,13 @@ import pytest
 BACKENDS = ("tensorflow", "jax", "torch")
 MISSING = [name for name in ("jax", "torch") if importlib.util.find_spec(name) is None]
 
-pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason=f"backends not installed: {', '.join(MISSING)} (pip install '.[dev]')"
-)
+pytestmark = [
+    pytest.mark.large,  # every backend runs in a fresh interpreter
+    pytest.mark.skipif(
+        bool(MISSING),
+        reason=f"backends not installed: {', '.join(MISSING)} (pip install '.[dev]')",
+    ),
+]
 
 SAVE = """
 import os, sys

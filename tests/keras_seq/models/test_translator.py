@@ -298,16 +298,17 @@ def test_saved_model_export_is_refused_off_tensorflow(translators, tmp_path):
 
 @pytest.mark.large
 def test_a_trained_translator_reverses_sequences_and_its_alignment_is_the_anti_diagonal():
-    """Reverse (up to 7 of 10 symbols): Luong attention, 32 units, 3,000 pairs, 12 epochs.
+    """Reverse (up to 7 of 10 symbols): Luong attention, 32 units, 3,000 pairs, 6 epochs.
 
-    Measured on 2 busy CPU cores (fit 18-27 s), on the 600 validation pairs:
+    Measured on 2 busy CPU cores after 12 epochs, on the 600 validation pairs:
 
         seed  greedy exact match  rows whose argmax is the mirrored position  beam-4 exact
         0     1.000               1.000                                       1.00
         1     1.000               1.000                                       1.00
         2     1.000               0.999                                       1.00
 
-    The test runs seed 0 and requires 0.95 for each.
+    Seed 0 after 4, 5 and 6 epochs: greedy exact 0.997, 0.997 and 1.000, mirrored 1.000.
+    The test runs seed 0 for 6 epochs and requires 0.95 for each.
     """
     from keras_seq.models import compile_for
     from keras_seq.tasks import reverse
@@ -325,7 +326,7 @@ def test_a_trained_translator_reverses_sequences_and_its_alignment_is_the_anti_d
     model.fit(
         {"source": task.x_train, "target": task.y_train},
         task.y_train,
-        epochs=12,
+        epochs=6,
         batch_size=64,
         verbose=0,
     )

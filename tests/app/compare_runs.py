@@ -1,10 +1,9 @@
-"""Run stores for the Compare tests: runs of three model types, trained or recorded.
+"""Run stores for the Compare tests: runs of three model types, recorded without training.
 
-`train_runs` trains one tiny run of each model type asked for through the real engine (one
-epoch each, seeded), for the tests that use a trained model (Inspect). `record_run` and
-`record_runs` write runs through the store's own API, as the engine records them (spec,
-running, parameters, epochs, final metrics), for the tests that view and compare runs, and
-for stores too big to train, such as 1,000 runs.
+`TINY_SPECS` holds a tiny spec of each model type (the tests that need a trained model train
+one with the engine). `record_run` and `record_runs` write runs through the store's own API,
+as the engine records them (spec, running, parameters, epochs, final metrics), for the tests
+that view and compare runs, and for stores too big to train, such as 1,000 runs.
 """
 
 from __future__ import annotations
@@ -62,19 +61,6 @@ def full_spec(model_type: str, **train: object) -> dict:
     document = TINY_SPECS[model_type]
     document = {**document, "train": {**document["train"], **train}}
     return load_spec(document).model_dump(mode="json")
-
-
-def train_runs(directory, model_types) -> list[str]:
-    """Train one tiny run of each of `model_types` into the store at `directory`; their ids."""
-    # Keras loads only for the tests that train.
-    from builder_ui import engine
-
-    with RunStore(directory) as store:
-        records = [engine.run(TINY_SPECS[kind], store=store) for kind in model_types]
-    assert [record.status for record in records] == ["done"] * len(records), [
-        r.error for r in records
-    ]
-    return [record.id for record in records]
 
 
 def record_run(

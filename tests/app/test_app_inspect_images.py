@@ -1,7 +1,9 @@
 """Inspect in a real browser on the image models: a captioner's gaze, a ConvLSTM's frames.
 
 The store holds a tiny Show-Attend-Tell run, a tiny ConvLSTM run and a tiny translator,
-each trained by the engine, so the tab meets three kinds of model in one session.
+each trained by the engine, so the tab meets three kinds of model in one session; the
+translator's decoding options (beam search, seeded samples) are checked on it too, beside a
+classifier (recorded, not trained: Inspect only shows its hint).
 Playwright drives Debian's Chromium against `keras-seq ui` (a subprocess); screenshots at
 1400×900 go to `$KERAS_SEQ_SCREENSHOTS` (default `tests/artifacts/screenshots/`).
 """
@@ -15,8 +17,8 @@ import pytest
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server
 from tests.app.browser import needs_chromium
-from tests.app.compare_runs import TINY_SPECS
-from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
+from tests.app.compare_runs import TINY_SPECS, record_run
+from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS, screenshot
 
 pytestmark = [pytest.mark.large, needs_chromium]
 
@@ -47,20 +49,24 @@ def served(tmp_path_factory) -> Iterator[tuple[Server, dict[str, str]]]:
 
     directory = tmp_path_factory.mktemp("inspect-images")
     with RunStore(directory / "runs") as store:
+        # A model type with no decoding, for its hint only. First: the dropdown opens on the
+        # newest run, and choosing the run already chosen changes nothing.
+        classifier = record_run(store, "sequence_classifier", 0.75, epochs=1)
         records = {key: engine.run(spec, store=store) for key, spec in SPECS.items()}
     assert all(r.status == "done" for r in records.values()), [r.error for r in records.values()]
+    ids = {"classifier": classifier, **{key: record.id for key, record in records.items()}}
     server = Server(directory)
     try:
         server.wait_until_up()
-        yield server, {key: record.id for key, record in records.items()}
+        yield server, ids
     finally:
         server.stop()
 
 
-def test_inspect_draws_a_captions_gaze_and_a_videos_frames(browser, served):
+def open_inspect(browser, server):
+    """A new session on the Inspect tab at 1400×900, its list of runs refreshed."""
     from playwright.sync_api import expect
 
-    server, ids = served
     expect.set_options(timeout=UI_TIMEOUT_MS)  # a hang guard; a loaded machine is slow
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
@@ -68,6 +74,14 @@ def test_inspect_draws_a_captions_gaze_and_a_videos_frames(browser, served):
     page.goto(server.url)
     page.get_by_role("tab", name="Inspect").click()
     page.locator("#inspect-refresh").click()
+    return page
+
+
+def test_inspect_draws_a_captions_gaze_and_a_videos_frames(browser, served):
+    from playwright.sync_api import expect
+
+    server, ids = served
+    page = open_inspect(browser, server)
 
     def choose_run(run_id: str) -> None:
         page.locator("#inspect-run input").click()
@@ -119,4 +133,62 @@ def test_inspect_draws_a_captions_gaze_and_a_videos_frames(browser, served):
     expect(page.locator("#decoding-options")).to_be_visible()
     page.locator("#predict-button").click()
     expect(summary).to_contain_text("Translation:", timeout=60_000)
-    context.close()
+    page.context.close()
+
+
+def test_inspect_decodes_a_translation_as_chosen_and_offers_decoding_only_for_translators(
+    browser, served
+):
+    """The translator in Inspect: beam search, then a seeded sample, by keyboard."""
+    from playwright.sync_api import expect
+
+    server, ids = served
+    classifier, translator = ids["classifier"], ids["translator"]
+    page = open_inspect(browser, server)
+
+    def choose_run(run_id: str) -> None:
+        page.locator("#inspect-run input").click()
+        page.get_by_role("option", name=run_id).first.click()
+
+    choose_run(classifier)
+    expect(page.locator("#inspect-hint")).not_to_be_empty()
+    expect(page.locator("#decoding-options")).to_be_hidden()
+    choose_run(translator)
+    options = page.locator("#decoding-options")
+    expect(options).to_be_visible()
+    options.get_by_text("Decoding").first.click()  # open the accordion
+    page.locator("#decoding-method").get_by_label("beam").check()
+    width = page.locator("#decoding-beam-width input")
+    width.fill("3")
+    page.locator("#predict-button").click()
+    summary = page.locator("#predict-summary")
+    expect(summary).to_contain_text("beam search, width 3, α = 0.6", timeout=60_000)
+    expect(summary).to_contain_text("Translation:")
+
+    # Sampling, asked for with the keyboard: Enter in the input box predicts.
+    page.locator("#decoding-method").get_by_label("sample").check()
+    page.locator("#decoding-temperature input").fill("2")
+    page.locator("#inspect-input textarea").press("Enter")
+
+    def sampled(seed: int) -> str:
+        """The translation line, once the summary shows the sample of `seed`."""
+        expect(summary).to_contain_text(f"sampled (T = 2, seed {seed})", timeout=60_000)
+        expect(summary).not_to_contain_text("processing")
+        (line,) = [x for x in summary.inner_text().splitlines() if x.startswith("Translation:")]
+        return line
+
+    first = sampled(0)
+    page.locator("#decoding-seed input").fill("1")
+    page.locator("#predict-button").click()
+    sampled(1)
+    page.locator("#decoding-seed input").fill("0")
+    page.locator("#predict-button").click()
+    assert sampled(0) == first  # the same seed: the same sample again
+
+    # A field out of range is named, and the last prediction stays.
+    page.locator("#decoding-top-p input").fill("1.5")
+    page.locator("#predict-button").click()
+    expect(page.locator("#inspect-message")).to_contain_text("Decoding: top_p: expected")
+    expect(summary).to_contain_text("sampled (T = 2, seed 0)")
+    screenshot(page, "inspect-decoding")
+    page.context.close()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from typing import Any
 
@@ -58,17 +57,11 @@ class QuickRunner:
         hold_after: After recording this many epochs of a run, wait until it is cancelled
             or interrupted (the queue closing) before going on; None: never wait. A test
             that stops a run mid-way holds it there rather than racing its end.
-
-    Attributes:
-        started: The ids of the runs started, in order.
-        held: Set once a run is held (`hold_after`).
     """
 
     def __init__(self, *, pace_s: float = 0.002, hold_after: int | None = None) -> None:
         self.pace_s = pace_s
         self.hold_after = hold_after
-        self.started: list[str] = []
-        self.held = threading.Event()
 
     def __call__(
         self,
@@ -86,7 +79,6 @@ class QuickRunner:
         wanted = "interrupted" if resume else "queued"
         if record.status != wanted:
             raise ValueError(f"Run {run_id!r} is {record.status!r}, expected {wanted!r}.")
-        self.started.append(run_id)
         spec = load_spec(record.spec if spec is None else spec)
         backend = spec.train.backend
         if backend == "auto":
@@ -94,12 +86,10 @@ class QuickRunner:
         store.set_status(run_id, "running", backend=backend, device="CPU", precision="float32")
         store.update(run_id, params=100)
         started = time.perf_counter()
-        stopped = lambda: (
-            (cancel is not None and cancel.is_set())
-            or (  # noqa: E731
-                interrupt is not None and interrupt.is_set()
-            )
-        )
+
+        def stopped() -> bool:
+            return any(event is not None and event.is_set() for event in (cancel, interrupt))
+
         task = spec.task
         steps = max(1, math.ceil(0.8 * getattr(task, "n", 120) / spec.train.batch_size))
         epochs = spec.train.epochs
@@ -135,7 +125,6 @@ class QuickRunner:
                     )
                     break
                 if self.hold_after is not None and epoch == self.hold_after and epoch < epochs:
-                    self.held.set()
                     deadline = time.monotonic() + HOLD_S
                     while not stopped() and time.monotonic() < deadline:
                         time.sleep(0.01)

@@ -97,6 +97,7 @@ def test_heatmap_bad_arguments_are_refused_naming_them(kwargs, argument):
 # --------------------------------------------------------------------------- position_similarity
 
 
+@pytest.mark.large_on("jax")
 @pytest.mark.backend_agnostic
 def test_similarity_is_the_cosine_between_patch_position_embeddings():
     model = vision_transformer((8, 8, 1), 2, 12, 1, 2, 16, 10)  # 4 × 4 patches

@@ -16,6 +16,9 @@ import pytest
 from keras_seq.layers import FinalStatePooling
 from keras_seq.models import AssembledSeq2Seq, RNNSeq2Seq, greedy_decode
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 ATOL = 1e-6  # see the module docstring
 SOURCE = np.array([[5, 6, 7, 0, 0], [4, 9, 9, 9, 3], [8, 0, 0, 0, 0]])
 TARGET = np.array([[8, 9, 2, 0], [7, 7, 7, 2], [6, 2, 0, 0]])

@@ -13,6 +13,9 @@ import pytest
 from keras_seq.models import ShowAttendTell, beam_search, compile_decoder, greedy_decode
 from keras_seq.models.captioner import doubly_stochastic_penalty
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 agnostic = pytest.mark.backend_agnostic
 
 VOCAB, IMAGE, FILTERS, UNITS, EMBED, HIDDEN = 9, (8, 8, 3), 4, 5, 3, 6

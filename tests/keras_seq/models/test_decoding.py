@@ -48,6 +48,9 @@ from keras_seq.models.decoding import (
     length_penalty_factor,
 )
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 # The exactness tests also run under JAX; the broader ones on TensorFlow only (JAX compiles
 # every eager while loop anew, several seconds each).
 agnostic = pytest.mark.backend_agnostic

@@ -51,6 +51,9 @@ from keras_seq.models.pointer import (
 from keras_seq.tasks import sort_numbers
 from tests.allocation import allocates_little
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 matplotlib.use("Agg")
 
 agnostic = pytest.mark.backend_agnostic

@@ -40,6 +40,9 @@ from keras_seq.models.decoding import (
     sample_decode,
 )
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 agnostic = pytest.mark.backend_agnostic
 
 TARGET_VOCAB = 10

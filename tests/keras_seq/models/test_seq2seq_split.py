@@ -16,6 +16,9 @@ import pytest
 
 from keras_seq.models import RNNSeq2Seq, Seq2Seq, TransformerSeq2Seq, seq2seq
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 agnostic = pytest.mark.backend_agnostic
 
 SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0]], "int32")

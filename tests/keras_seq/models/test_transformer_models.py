@@ -27,6 +27,9 @@ from keras_seq.models import (
 )
 from keras_seq.tasks import ImageSpec, TargetSpec
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 
 def _block_params(d, ff):
     attention = 4 * d * d + 4 * d  # W_Q, W_K, W_V, W_O and their biases

@@ -26,6 +26,9 @@ from keras import ops
 from keras_seq.models import Alignment, Translator, compile_decoder, seq2seq
 from keras_seq.tasks import Vocabulary
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 matplotlib.use("Agg")
 
 agnostic = pytest.mark.backend_agnostic
@@ -147,6 +150,7 @@ def test_coverage_penalised_translations_equal_beam_search_of_each_text_alone(tr
         assert translation == translator.target_vocabulary.decode(ids)
 
 
+@pytest.mark.large_on("torch")
 @agnostic
 def test_sampled_translations_are_seeded_and_a_top_1_sampler_translates_greedily(translators):
     translator = translators["bahdanau"]

@@ -21,6 +21,9 @@ pytest.importorskip("sentencepiece")
 from keras_seq.models import Translator, compile_decoder, seq2seq
 from keras_seq.tasks import SubwordVocabulary, Vocabulary
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
+
 agnostic = pytest.mark.backend_agnostic
 
 ENGLISH = ["I am tired.", "He is tired.", "The man is here.", "I am cold.", "We are tired."]

@@ -35,7 +35,7 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
+import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -203,25 +203,6 @@ def _assert_close_in_norm(actual, expected, relative: float, atol: float, what: 
         np.testing.assert_allclose(a, e, atol=atol, rtol=0, err_msg=f"{what}: output {index}")
 
 
-def _run_fresh_python(script: str, *, cwd: Path) -> str:
-    """Runs `script` in a new interpreter, so nothing is shared with this process."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONDONTWRITEBYTECODE="1")
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SUBPROCESS_TIMEOUT_S,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise AssertionError(
-            f"fresh process failed ({result.returncode}):\n{result.stdout}\n{result.stderr[-4000:]}"
-        )
-    return result.stdout
-
-
 def _constructor_parameters(cls: type) -> set[str]:
     return {
         name
@@ -262,50 +243,6 @@ def check_config_round_trip(case: LayerCase) -> None:
     _assert_outputs_close(case.call(restored, x), expected, case.atol, "from_config")
 
 
-# In the fresh processes: rebuild the model's input (the one array, or the
-# dict of named inputs) from arrays saved as `in__<run>__<name>`.
-_READ_INPUTS = """
-def read_inputs(data, run, convert):
-    prefix = "in__" + run + "__"
-    inputs = {{k[len(prefix):]: convert(data[k]) for k in data.files if k.startswith(prefix)}}
-    return inputs if {multi} else next(iter(inputs.values()))
-"""
-
-
-def _save_run(arrays: dict, run: str, inputs: Mapping[str, np.ndarray], outputs) -> None:
-    for name, value in inputs.items():
-        arrays[f"in__{run}__{name}"] = value
-    for index, output in enumerate(_as_list(outputs)):
-        arrays[f"out__{run}__{index}"] = output
-
-
-def _keras_file_script(case: LayerCase, directory: Path) -> tuple[str, str]:
-    """Saves the model to `.keras`; returns the script that reloads it and its success line."""
-    model = case.model()
-    x = case.sample(3, 1)
-    path = directory / "model.keras"
-    model.save(path)
-    arrays = {}
-    _save_run(arrays, "0", x, model.predict_on_batch(case.model_inputs(x)))
-    np.savez(directory / "keras_io.npz", **arrays)
-    read_inputs = _READ_INPUTS.format(multi=bool(case.named_inputs))
-    script = f"""
-import numpy as np, keras
-import {case.package}  # registers the layers
-{read_inputs}
-model = keras.saving.load_model({str(path)!r}, safe_mode=True)
-data = np.load({str(directory / "keras_io.npz")!r})
-outputs = model.predict_on_batch(read_inputs(data, "0", np.asarray))
-outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-for index, output in enumerate(outputs):
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(output), data[f"out__0__{{index}}"],
-        atol={case.atol}, rtol={case.atol})
-print("reloaded", len(outputs))
-"""
-    return script, "reloaded"
-
-
 def saved_model_export_available() -> bool:
     """Whether `model.export(format="tf_saved_model")` can run on the current backend.
 
@@ -319,94 +256,264 @@ def saved_model_export_available() -> bool:
     return importlib.util.find_spec("torch_xla") is not None
 
 
-def _saved_model_script(case: LayerCase, directory: Path) -> tuple[str, str]:
-    """Exports the model; returns the script that serves it without the package, and its line.
+# The checks that reload saved files in a fresh interpreter (`check_saved_layers`).
+SAVED_CHECKS: Sequence[str] = ("saved_model", "keras_file")
 
-    The script must run before anything imports `case.package`: it installs an
-    import hook that refuses the package, and removes it when done.
-    """
-    model = case.model()
-    path = directory / "saved_model"
-    model.export(str(path), format="tf_saved_model", verbose=False)
+# What `check_saved_layers` allows the fresh interpreter: a minute a case on top of its start.
+CASE_TIMEOUT_S = 60
+
+# The fresh interpreter's results, one line each: `LAYER-CHECK {"case", "check", "error"}`.
+_RESULT = "LAYER-CHECK "
+_MISSING = object()
+
+# Run as `python -c _FRESH_SCRIPT manifest.json`. The manifest lists the cases: their folder,
+# package, tolerance, whether the model takes a dict, and the number of outputs of each saved
+# file (absent when the check is not run). A folder holds `saved_model/` and `saved_io.npz`,
+# `model.keras` and `keras_io.npz`; the arrays are the inputs `in__<run>__<input name>` and
+# the outputs computed in the saving process `out__<run>__<index>`. Every SavedModel is served
+# first, while any import of a case's package is refused; then each package is imported and
+# every `.keras` file loaded with `safe_mode=True`. A case's failure is reported and the next
+# case runs.
+_FRESH_SCRIPT = """
+import importlib, json, sys, traceback
+
+cases = json.load(open(sys.argv[1], encoding="utf-8"))
+packages = {case["package"] for case in cases}
+
+
+def report(case, check, error=None):
+    line = json.dumps({"case": case["name"], "check": check, "error": error})
+    print(RESULT + line, flush=True)
+
+
+def read_inputs(data, run, convert, multi):
+    prefix = "in__" + run + "__"
+    inputs = {k[len(prefix):]: convert(data[k]) for k in data.files if k.startswith(prefix)}
+    return inputs if multi else next(iter(inputs.values()))
+
+
+def compare(outputs, data, run, case, check, to_numpy):
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    expected = case[check]
+    assert len(outputs) == expected, f"run {run}: {len(outputs)} outputs, expected {expected}"
+    for index, output in enumerate(outputs):
+        np.testing.assert_allclose(
+            to_numpy(output), data[f"out__{run}__{index}"], atol=case["atol"],
+            rtol=case["atol"], err_msg=f"run {run}, output {index}")
+
+
+def runs(data):
+    return sorted({k.split("__")[1] for k in data.files})
+
+
+class RefusePackages:  # serving must not need the library that built the model
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in packages:
+            raise ImportError(f"{name} may not be imported here")
+
+
+refuse = RefusePackages()
+sys.meta_path.insert(0, refuse)
+import numpy as np
+
+served = [case for case in cases if case.get("saved_model")]
+if served:
+    import tensorflow as tf
+for case in served:
+    try:
+        loaded = tf.saved_model.load(case["folder"] + "/saved_model")
+        data = np.load(case["folder"] + "/saved_io.npz")
+        for run in runs(data):
+            outputs = loaded.serve(read_inputs(data, run, tf.constant, case["multi"]))
+            compare(outputs, data, run, case, "saved_model", lambda output: output.numpy())
+        leaked = [m for m in sys.modules if m.split(".")[0] in packages]
+        assert not leaked, f"serving imported {leaked}"
+        report(case, "saved_model")
+    except Exception:
+        report(case, "saved_model", traceback.format_exc())
+sys.meta_path.remove(refuse)
+
+import keras
+
+for case in [case for case in cases if case.get("keras_file")]:
+    try:
+        importlib.import_module(case["package"])  # registers the layers
+        model = keras.saving.load_model(case["folder"] + "/model.keras", safe_mode=True)
+        data = np.load(case["folder"] + "/keras_io.npz")
+        for run in runs(data):
+            outputs = model.predict_on_batch(read_inputs(data, run, np.asarray, case["multi"]))
+            compare(outputs, data, run, case, "keras_file", keras.ops.convert_to_numpy)
+        report(case, "keras_file")
+    except Exception:
+        report(case, "keras_file", traceback.format_exc())
+""".replace("RESULT", repr(_RESULT))
+
+
+def _save_run(arrays: dict, run: str, inputs: Mapping[str, np.ndarray], outputs) -> int:
+    """Adds one run's inputs and outputs to `arrays`; returns the number of outputs."""
+    for name, value in inputs.items():
+        arrays[f"in__{run}__{name}"] = value
+    outputs = _as_list(outputs)
+    for index, output in enumerate(outputs):
+        arrays[f"out__{run}__{index}"] = output
+    return len(outputs)
+
+
+def _export_saved_model(case: LayerCase, model: keras.Model, folder: Path) -> int:
+    """Exports `model` with its outputs for every batch size and length; returns their number."""
+    model.export(str(folder / "saved_model"), format="tf_saved_model", verbose=False)
     arrays = {}
-    runs = 0
     for batch in case.batch_sizes:
         for which in (0, 1):
             x = case.sample(batch, which, offset=7)
             outputs = model.predict_on_batch(case.model_inputs(x))
-            _save_run(arrays, f"{batch}_{which}", x, outputs)
-            runs += len(_as_list(outputs))
-    np.savez(directory / "saved_io.npz", **arrays)
-    read_inputs = _READ_INPUTS.format(multi=bool(case.named_inputs))
-    script = f"""
-import sys
-
-class RefuseKerasSeq:  # loading must not need the library that built the model
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] == {case.package!r}:
-            raise ImportError(f"{{name}} may not be imported here")
-
-refuse = RefuseKerasSeq()
-sys.meta_path.insert(0, refuse)
-import numpy as np
-import tensorflow as tf
-{read_inputs}
-loaded = tf.saved_model.load({str(path)!r})
-data = np.load({str(directory / "saved_io.npz")!r})
-checked = 0
-for run in sorted({{k.split("__")[1] for k in data.files}}):
-    outputs = loaded.serve(read_inputs(data, run, tf.constant))
-    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    for index, output in enumerate(outputs):
-        np.testing.assert_allclose(
-            output.numpy(), data[f"out__{{run}}__{{index}}"],
-            atol={case.atol}, rtol={case.atol})
-        checked += 1
-assert not [m for m in sys.modules if m.split(".")[0] == {case.package!r}]
-sys.meta_path.remove(refuse)
-print("served", checked)
-"""
-    return script, f"served {runs}"
+            count = _save_run(arrays, f"{batch}_{which}", x, outputs)
+    np.savez(folder / "saved_io.npz", **arrays)
+    return count
 
 
-def _run_scripts(parts: Sequence[tuple[str, str]], directory: Path) -> None:
-    """Runs the scripts one after another in one fresh interpreter; each must print its line."""
-    out = _run_fresh_python("\n".join(script for script, _ in parts), cwd=directory)
-    for _, line in parts:
-        assert line in out, f"expected {line!r} in the fresh process's output:\n{out}"
+def _save_keras_file(case: LayerCase, model: keras.Model, folder: Path) -> int:
+    """Saves `model` to `.keras` with its outputs for one input; returns their number."""
+    model.save(folder / "model.keras")
+    x = case.sample(3, 1)
+    arrays = {}
+    count = _save_run(arrays, "0", x, model.predict_on_batch(case.model_inputs(x)))
+    np.savez(folder / "keras_io.npz", **arrays)
+    return count
+
+
+def _saved_checks(checks: Sequence[str]) -> list[str]:
+    unknown = [check for check in checks if check not in SAVED_CHECKS]
+    if unknown:
+        raise ValueError(f"Unknown saved-file checks {unknown}; expected some of {SAVED_CHECKS}.")
+    checks = [check for check in SAVED_CHECKS if check in checks]
+    if "saved_model" in checks and not saved_model_export_available():
+        checks.remove("saved_model")  # PyTorch without torch_xla: see the function
+    return checks
+
+
+def _run_fresh_python(manifest: Path, cases: int) -> tuple[str, str]:
+    """Runs `_FRESH_SCRIPT` over `manifest` in a new interpreter; returns what it printed and how
+    it ended (empty when it exited normally), so that the results it gave before a crash or a
+    timeout still count."""
+    timeout = SUBPROCESS_TIMEOUT_S + CASE_TIMEOUT_S * cases
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONDONTWRITEBYTECODE="1")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _FRESH_SCRIPT, str(manifest)],
+            cwd=manifest.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        out, err = (
+            part.decode(errors="replace") if isinstance(part, bytes) else (part or "")
+            for part in (error.stdout, error.stderr)
+        )
+        return out, f"the fresh process ran past {timeout} s:\n{err[-4000:]}"
+    if result.returncode != 0:
+        return result.stdout, f"the fresh process exited with {result.returncode}:\n" + (
+            result.stderr[-4000:]
+        )
+    return result.stdout, ""
+
+
+def _folder_name(index: int, name: str) -> str:
+    return f"{index:03d}_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def check_saved_layers(
+    cases: Mapping[str, LayerCase], directory: Path, checks: Sequence[str] = SAVED_CHECKS
+) -> None:
+    """Saves every case's model here, then reloads them all in one fresh interpreter.
+
+    `cases` names each case; each model is saved under its own folder of
+    `directory`. Starting Python with TensorFlow takes seconds, so one
+    interpreter, which has never seen the layers, checks every case:
+
+    - `saved_model` (`check_saved_model`): `model.export` gives a SavedModel
+      that TensorFlow alone serves, for every combination of
+      `case.batch_sizes` and the two sequence lengths. All SavedModels are
+      served first, while any import of a case's package is refused, so a
+      model cannot lean on the library that built it. (TensorFlow itself
+      imports Keras for `tf.keras`; nothing here uses it.) `serve` takes the
+      one input, or a dict of the named inputs. Left out where
+      `saved_model_export_available()` is False (PyTorch without torch_xla).
+    - `keras_file` (`check_keras_file`): the model saved to `.keras` reloads
+      with `safe_mode=True` once the package is imported.
+
+    The outputs must equal those computed in this process within `case.atol`
+    (absolute and relative). A failing case does not stop the others: the
+    `AssertionError` names every case and check that failed, each with its
+    error.
+    """
+    directory = Path(directory)
+    checks = _saved_checks(checks)
+    failures, manifest = [], []
+    for index, (name, case) in enumerate(cases.items()):
+        folder = directory / _folder_name(index, name)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            model = case.model()
+            entry = {"name": name, "folder": str(folder), "package": case.package}
+            entry.update(atol=case.atol, multi=bool(case.named_inputs))
+            if "saved_model" in checks:
+                entry["saved_model"] = _export_saved_model(case, model, folder)
+            if "keras_file" in checks:
+                entry["keras_file"] = _save_keras_file(case, model, folder)
+        except Exception:
+            failures.append((name, "saving", traceback.format_exc()))
+            continue
+        manifest.append(entry)
+    if manifest and checks:
+        path = directory / "manifest.json"
+        path.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        out, ended = _run_fresh_python(path, len(manifest))
+        results = {}
+        for line in out.splitlines():
+            if line.startswith(_RESULT):
+                result = json.loads(line[len(_RESULT) :])
+                results[result["case"], result["check"]] = result["error"]
+        for check in checks:  # the order the fresh process runs them in
+            for entry in manifest:
+                error = results.get((entry["name"], check), _MISSING)
+                if error is _MISSING:
+                    error = "no result: the fresh process ended before it (see below)"
+                if error is not None:
+                    failures.append((entry["name"], check, error))
+        if ended:
+            failures.append(("(every case)", "the fresh process", ended))
+    if failures:
+        names = ", ".join(dict.fromkeys(name for name, _, _ in failures))
+        raise AssertionError(
+            f"Saved-file checks failed for {names}:\n\n"
+            + "\n\n".join(f"{name}, {what}: {error}" for name, what, error in failures)
+        )
+
+
+def _one_case(case: LayerCase) -> dict[str, LayerCase]:
+    return {type(case.make()).__name__: case}
 
 
 def check_keras_file(case: LayerCase, directory: Path) -> None:
     """A model saved to `.keras` reloads with `safe_mode=True` in a fresh process."""
-    _run_scripts([_keras_file_script(case, directory)], directory)
+    check_saved_layers(_one_case(case), directory, checks=("keras_file",))
 
 
 def check_saved_model(case: LayerCase, directory: Path) -> None:
-    """`model.export` gives a SavedModel that TensorFlow alone loads and runs.
+    """`model.export` gives a SavedModel that TensorFlow alone loads and runs in a fresh process.
 
-    The fresh process imports only NumPy and TensorFlow, and refuses any
-    import of `case.package`, so the model cannot lean on the library that
-    built it. (TensorFlow itself imports Keras for `tf.keras`; nothing here
-    uses it.) It runs every combination of `case.batch_sizes` and the two
-    sequence lengths (of every input at once). `serve` takes the one input,
-    or a dict of the named inputs.
+    See `check_saved_layers`, which checks many cases in one process.
     """
-    _run_scripts([_saved_model_script(case, directory)], directory)
+    check_saved_layers(_one_case(case), directory, checks=("saved_model",))
 
 
 def check_saved_files(case: LayerCase, directory: Path) -> None:
-    """`check_saved_model` then `check_keras_file`, sharing one fresh interpreter.
-
-    Starting TensorFlow takes seconds; both checks need a process that has
-    never seen the layer, and the SavedModel half runs first, before the
-    package is imported, so one process serves both.
-    """
-    saved = directory / "saved_model"
-    keras_file = directory / "keras_file"
-    saved.mkdir(parents=True, exist_ok=True)
-    keras_file.mkdir(parents=True, exist_ok=True)
-    parts = [_saved_model_script(case, saved), _keras_file_script(case, keras_file)]
-    _run_scripts(parts, directory)
+    """`check_saved_model` then `check_keras_file`, sharing one fresh interpreter."""
+    check_saved_layers(_one_case(case), directory)
 
 
 def check_mixed_precision(case: LayerCase) -> None:
@@ -543,26 +650,25 @@ ALL_CHECKS: Sequence[str] = (
 )
 
 
+# The checks that run in this process (`check_layer` runs them one by one).
+IN_PROCESS_CHECKS: Sequence[str] = tuple(c for c in ALL_CHECKS if c not in SAVED_CHECKS)
+# Those that run the layer eagerly and compile nothing: `jit_fit_step` compiles a training
+# step, which takes seconds with XLA and tens of seconds with `torch.compile`.
+EAGER_CHECKS: Sequence[str] = tuple(c for c in IN_PROCESS_CHECKS if c != "jit_fit_step")
+
+
 def check_layer(case: LayerCase, directory: Path, checks: Sequence[str] = ALL_CHECKS) -> None:
     """Runs the named checks (all by default) on `case`, writing files under `directory`.
 
-    When both `keras_file` and `saved_model` are asked for, they run in one
-    fresh interpreter (`check_saved_files`), where the SavedModel is served
-    before the package is imported. `saved_model` is left out where
-    `saved_model_export_available()` is False (PyTorch without torch_xla).
+    The saved-file checks (`keras_file`, `saved_model`) run together in one
+    fresh interpreter (`check_saved_layers`, which also takes many cases for
+    one interpreter), where the SavedModel is served before the package is
+    imported. `saved_model` is left out where `saved_model_export_available()`
+    is False (PyTorch without torch_xla).
     """
-    directory = Path(directory)
-    checks = list(checks)
-    if "saved_model" in checks and not saved_model_export_available():
-        checks.remove("saved_model")  # PyTorch without torch_xla: see the function
-    if "keras_file" in checks and "saved_model" in checks:
-        checks[checks.index("keras_file")] = "saved_files"
-        checks.remove("saved_model")
+    saved = [name for name in checks if name in SAVED_CHECKS]
     for name in checks:
-        function = globals()[f"check_{name}"]
-        if "directory" in inspect.signature(function).parameters:
-            sub = directory / name
-            sub.mkdir(parents=True, exist_ok=True)
-            function(case, sub)
-        else:
-            function(case)
+        if name not in SAVED_CHECKS:
+            globals()[f"check_{name}"](case)
+        elif name == saved[0]:
+            check_saved_layers(_one_case(case), Path(directory) / "saved_files", checks=saved)

@@ -14,7 +14,8 @@ from keras_seq.layers import (
     pointer_attention,
     scaled_dot_product_attention,
 )
-from keras_seq.testing.layer_checks import LayerCase, LayerInput, check_layer
+from keras_seq.testing.layer_checks import LayerCase, LayerInput
+from tests.keras_seq.layers.shared_checks import in_process_check_tests
 
 pytestmark = pytest.mark.backend_agnostic
 
@@ -642,7 +643,8 @@ QUERY = LayerInput("query", features=5, sequence_lengths=(3, 7))
 VALUE = LayerInput("value", features=4)
 WITH_WEIGHTS = {"return_attention_scores": True}
 
-LAYER_CASES = {
+# Their saved files are checked in tests/keras_seq/test_saved_layers.py, in one fresh process.
+SAVED_CASES = {
     # One decoder step against a sequence; context and weights both exported.
     "bahdanau": LayerCase(
         make=lambda **kw: layers.BahdanauAttention(6, **kw),
@@ -668,19 +670,7 @@ LAYER_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", LAYER_CASES)
-def test_layer_passes_shared_layer_checks(name, tmp_path):
-    check_layer(LAYER_CASES[name], tmp_path)
-
-
-IN_PROCESS_CHECKS = (
-    "registration",
-    "config_round_trip",
-    "mixed_precision",
-    "masking",
-    "jit_fit_step",
-)
-
+# Variants checked in this process only (their saving code is the cases' above).
 IN_PROCESS_CASES = {
     "luong_dot": LayerCase(
         make=lambda **kw: layers.LuongAttention("dot", **kw),
@@ -701,9 +691,12 @@ IN_PROCESS_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", IN_PROCESS_CASES)
-def test_other_variants_pass_in_process_layer_checks(name, tmp_path):
-    check_layer(IN_PROCESS_CASES[name], tmp_path, checks=IN_PROCESS_CHECKS)
+# Under JAX, which compiles each op at its first use, the eager checks of the large ones take
+# 4-9 s of CPU (those of the others up to 2 s).
+test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
+    {**SAVED_CASES, **IN_PROCESS_CASES},
+    large_eager={"bahdanau", "luong_concat", "scaled_dot_product", "scaled_dot_product_explicit"},
+)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from keras_seq import layers
-from keras_seq.testing import LayerCase, check_layer
+from keras_seq.testing import LayerCase
+from tests.keras_seq.layers.shared_checks import in_process_check_tests
 
 pytestmark = pytest.mark.backend_agnostic
 
@@ -293,20 +294,24 @@ def test_wrong_input_rank_is_a_clear_error(shape):
     assert str(shape) in str(error.value)
 
 
-LAYER_CASES = {
-    "1997": dict(),
-    "forget_gate_sequences": dict(forget_gate=True, return_sequences=True),
-    "peephole_truncated_state": dict(peephole=True, truncated_gradients=True, return_state=True),
-    "peephole_forget_gate_sequences": dict(peephole=True, forget_gate=True, return_sequences=True),
+def _case(**kwargs):
+    return LayerCase(make=lambda **kw: layers.CECLSTM(4, **kwargs, **kw), features=FEATURES)
+
+
+# Their saved files are checked in tests/keras_seq/test_saved_layers.py, in one fresh process.
+SAVED_CASES = {
+    "1997": _case(),
+    "forget_gate_sequences": _case(forget_gate=True, return_sequences=True),
+    "peephole_truncated_state": _case(peephole=True, truncated_gradients=True, return_state=True),
+    "peephole_forget_gate_sequences": _case(peephole=True, forget_gate=True, return_sequences=True),
 }
 
 
-@pytest.mark.parametrize("name", LAYER_CASES)
-def test_layer_passes_shared_layer_checks(name, tmp_path):
-    kwargs = LAYER_CASES[name]
-    check_layer(
-        LayerCase(make=lambda **kw: layers.CECLSTM(4, **kwargs, **kw), features=FEATURES), tmp_path
-    )
+# Under JAX, which compiles each op at its first use, the eager checks of the large ones take
+# 4-7 s of CPU (peephole_forget_gate_sequences' up to 3.5 s).
+test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
+    SAVED_CASES, large_eager={"1997", "forget_gate_sequences", "peephole_truncated_state"}
+)
 
 
 def test_cell_passes_config_round_trip():

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from keras_seq import layers
-from keras_seq.testing import LayerCase, check_layer
+from keras_seq.testing import LayerCase
 from keras_seq.testing.layer_checks import LayerInput
+from tests.keras_seq.layers.shared_checks import in_process_check_tests
 
 pytestmark = pytest.mark.backend_agnostic
 
@@ -126,24 +127,23 @@ def test_class_token_rejects_non_sequences():
 # The shared layer checks --------------------------------------------------------------
 
 
-def test_patch_embedding_passes_shared_layer_checks(tmp_path):
+# Their saved files are checked in tests/keras_seq/test_saved_layers.py, in one fresh process.
+SAVED_CASES = {
     # Images of one fixed size, as ViT takes them: (batch, 8, 12, 3), no time axis.
-    check_layer(
-        LayerCase(
-            make=lambda **kw: layers.PatchEmbedding(4, 5, **kw),
-            named_inputs=(LayerInput("images", features=(8, 12, 3), time_axis=False),),
-            masking=False,
-        ),
-        tmp_path,
-    )
-
-
-def test_class_token_passes_shared_layer_checks(tmp_path):
+    "patch_embedding": LayerCase(
+        make=lambda **kw: layers.PatchEmbedding(4, 5, **kw),
+        named_inputs=(LayerInput("images", features=(8, 12, 3), time_axis=False),),
+        masking=False,
+    ),
     # masking=False: the check compares outputs step for step with the input's
     # mask, which the token shifts by one (tested above instead).
-    check_layer(
-        LayerCase(make=lambda **kw: layers.ClassToken(**kw), features=6, masking=False), tmp_path
-    )
+    "class_token": LayerCase(make=lambda **kw: layers.ClassToken(**kw), features=6, masking=False),
+}
+
+
+test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
+    SAVED_CASES
+)
 
 
 def test_docstring_examples_run():

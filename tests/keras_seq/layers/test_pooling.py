@@ -7,7 +7,7 @@ import pytest
 
 from keras_seq import layers, models
 from keras_seq.layers import ClassTokenPooling, FinalStatePooling, MaskedMeanPooling
-from keras_seq.testing.layer_checks import LayerCase, check_layer
+from keras_seq.testing.layer_checks import IN_PROCESS_CHECKS, LayerCase, check_layer
 
 
 def _numpy(x):
@@ -48,16 +48,19 @@ def test_the_old_import_location_still_gives_the_same_classes():
     assert models.MaskedMeanPooling is layers.MaskedMeanPooling
 
 
-def test_masked_mean_pooling_passes_shared_layer_checks(tmp_path):
-    check_layer(LayerCase(make=lambda **kw: MaskedMeanPooling(**kw), features=4), tmp_path)
-
-
-def test_class_token_pooling_passes_shared_layer_checks(tmp_path):
+# Their saved files are checked in tests/keras_seq/test_saved_layers.py, in one fresh process.
+SAVED_CASES = {
+    "masked_mean": LayerCase(make=lambda **kw: MaskedMeanPooling(**kw), features=4),
     # masking=False: the class token is never masked, so the layer reads step 0 whatever
     # the mask says (the masking check would replace a masked step 0 by noise).
-    check_layer(
-        LayerCase(make=lambda **kw: ClassTokenPooling(**kw), features=4, masking=False), tmp_path
-    )
+    "class_token": LayerCase(make=lambda **kw: ClassTokenPooling(**kw), features=4, masking=False),
+    "final_state": LayerCase(make=lambda **kw: FinalStatePooling(**kw), features=4),
+}
+
+
+@pytest.mark.parametrize("name", SAVED_CASES)
+def test_layer_passes_in_process_layer_checks(name, tmp_path):
+    check_layer(SAVED_CASES[name], tmp_path, checks=IN_PROCESS_CHECKS)
 
 
 def test_docstring_examples_run():
@@ -122,7 +125,3 @@ def test_final_state_pooling_refuses_an_odd_width_both_ways_and_a_non_boolean():
         FinalStatePooling(bidirectional=True)(np.zeros((1, 2, 5), "float32"))
     with pytest.raises(ValueError, match="`bidirectional` must be True or False, got 'yes'"):
         FinalStatePooling(bidirectional="yes")
-
-
-def test_final_state_pooling_passes_shared_layer_checks(tmp_path):
-    check_layer(LayerCase(make=lambda **kw: FinalStatePooling(**kw), features=4), tmp_path)

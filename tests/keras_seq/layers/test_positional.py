@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from keras_seq import layers
-from keras_seq.testing import LayerCase, check_layer
+from keras_seq.testing import LayerCase
+from tests.keras_seq.layers.shared_checks import in_process_check_tests
 
 pytestmark = pytest.mark.backend_agnostic
 
@@ -142,21 +143,19 @@ def test_wrong_input_rank_is_a_clear_error(make, shape):
         make()(np.zeros(shape, "float32"))
 
 
-def test_sinusoidal_encoding_passes_shared_layer_checks(tmp_path):
-    check_layer(
-        LayerCase(
-            make=lambda **kw: layers.SinusoidalPositionalEncoding(max_wavelength=100, **kw),
-            features=6,
-        ),
-        tmp_path,
-    )
+# Their saved files are checked in tests/keras_seq/test_saved_layers.py, in one fresh process.
+SAVED_CASES = {
+    "sinusoidal": LayerCase(
+        make=lambda **kw: layers.SinusoidalPositionalEncoding(max_wavelength=100, **kw),
+        features=6,
+    ),
+    "learned": LayerCase(make=lambda **kw: layers.LearnedPositionalEmbedding(12, **kw), features=4),
+}
 
 
-def test_learned_embedding_passes_shared_layer_checks(tmp_path):
-    check_layer(
-        LayerCase(make=lambda **kw: layers.LearnedPositionalEmbedding(12, **kw), features=4),
-        tmp_path,
-    )
+test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
+    SAVED_CASES
+)
 
 
 def test_docstring_examples_run():

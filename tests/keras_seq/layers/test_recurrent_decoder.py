@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 
 from keras_seq import layers
-from keras_seq.testing.layer_checks import LayerCase, LayerInput, check_layer
+from keras_seq.testing.layer_checks import LayerCase, LayerInput
+from tests.keras_seq.layers.shared_checks import in_process_check_tests
 
-# Everything but the check that spawns fresh interpreters runs under JAX too.
+# Every test runs under JAX and PyTorch too; the shared in-process checks there on one case, for
+# time (the saved-file check: tests/keras_seq/test_saved_layers.py).
 agnostic = pytest.mark.backend_agnostic
 
 BATCH, T, S, D_IN, D_ENC, UNITS = 3, 4, 5, 3, 6, 5
@@ -326,25 +328,18 @@ def test_shape_errors_name_the_problem():
 DECODER_INPUT = LayerInput("decoder_sequence", 4, sequence_lengths=(3, 6))
 WITH_WEIGHTS = {"return_attention_scores": True}
 
-# All checks, the fresh-process ones included (a .keras file reloaded with
-# safe_mode, a SavedModel served by TensorFlow alone): in-loop attention
-# (Bahdanau) over a stack of GRUs. TensorFlow only, for time: the other cases
-# share its saving code and run the in-process checks on both backends.
-FULL_CASE = LayerCase(
-    make=lambda **kw: layers.RecurrentDecoder(
-        6, cell="gru", num_layers=2, attention="bahdanau", **kw
+# The case whose saved files (a .keras file reloaded with safe_mode, a SavedModel served by
+# TensorFlow alone) are checked, in tests/keras_seq/test_saved_layers.py: in-loop attention
+# (Bahdanau) over a stack of GRUs. The other cases share its saving code.
+SAVED_CASES = {
+    "gru_bahdanau": LayerCase(
+        make=lambda **kw: layers.RecurrentDecoder(
+            6, cell="gru", num_layers=2, attention="bahdanau", **kw
+        ),
+        named_inputs=(DECODER_INPUT, LayerInput("encoder_sequence", 5)),
+        call_kwargs=WITH_WEIGHTS,
     ),
-    named_inputs=(DECODER_INPUT, LayerInput("encoder_sequence", 5)),
-    call_kwargs=WITH_WEIGHTS,
-)
-
-IN_PROCESS_CHECKS = (
-    "registration",
-    "config_round_trip",
-    "mixed_precision",
-    "masking",
-    "jit_fit_step",
-)
+}
 
 IN_PROCESS_CASES = {
     # In-loop attention through input feeding.
@@ -373,16 +368,10 @@ IN_PROCESS_CASES = {
 }
 
 
-def test_layer_passes_shared_layer_checks(tmp_path):
-    check_layer(FULL_CASE, tmp_path)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=agnostic) if name == "luong_concat_input_feeding" else name
-        for name in IN_PROCESS_CASES
-    ],
+# One case runs under JAX and PyTorch too; its eager checks take 10 s of CPU under JAX, which
+# compiles each op at its first use (the others' take 2 s on TensorFlow).
+test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
+    {**SAVED_CASES, **IN_PROCESS_CASES},
+    marks={"luong_concat_input_feeding": [agnostic]},
+    large_eager={"luong_concat_input_feeding"},
 )
-def test_layer_passes_in_process_layer_checks(name, tmp_path):
-    check_layer(IN_PROCESS_CASES[name], tmp_path, checks=IN_PROCESS_CHECKS)

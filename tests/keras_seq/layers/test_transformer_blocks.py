@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from keras_seq import layers
-from keras_seq.testing import LayerCase, check_layer
+from keras_seq.testing import LayerCase
 from keras_seq.testing.layer_checks import LayerInput
+from tests.keras_seq.layers.shared_checks import in_process_check_tests
 
 pytestmark = pytest.mark.backend_agnostic
 
@@ -404,29 +405,28 @@ def test_wrong_input_rank_is_a_clear_error():
 # The shared layer checks -------------------------------------------------------------
 
 
-def test_encoder_block_passes_shared_layer_checks(tmp_path):
-    check_layer(
-        LayerCase(
-            make=lambda **kw: layers.TransformerEncoderBlock(2, 8, norm_first=True, **kw),
-            features=4,
-            call_kwargs={"return_attention_scores": True},
-            output_time_axes=(1, 2),  # outputs (batch, T, d), weights (batch, heads, T, T)
+# Their saved files are checked in tests/keras_seq/test_saved_layers.py, in one fresh process.
+SAVED_CASES = {
+    "encoder_block": LayerCase(
+        make=lambda **kw: layers.TransformerEncoderBlock(2, 8, norm_first=True, **kw),
+        features=4,
+        call_kwargs={"return_attention_scores": True},
+        output_time_axes=(1, 2),  # outputs (batch, T, d), weights (batch, heads, T, T)
+    ),
+    "decoder_block": LayerCase(
+        make=lambda **kw: layers.TransformerDecoderBlock(2, 8, **kw),
+        named_inputs=(
+            LayerInput("decoder_sequence", features=4, sequence_lengths=(4, 7)),
+            LayerInput("encoder_sequence", features=6),
         ),
-        tmp_path,
-    )
+    ),
+}
 
 
-def test_decoder_block_passes_shared_layer_checks(tmp_path):
-    check_layer(
-        LayerCase(
-            make=lambda **kw: layers.TransformerDecoderBlock(2, 8, **kw),
-            named_inputs=(
-                LayerInput("decoder_sequence", features=4, sequence_lengths=(4, 7)),
-                LayerInput("encoder_sequence", features=6),
-            ),
-        ),
-        tmp_path,
-    )
+# The eager checks are large: 9-13 s of CPU under JAX, which compiles each op at its first use.
+test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
+    SAVED_CASES, large_eager=SAVED_CASES
+)
 
 
 def test_docstring_examples_run():

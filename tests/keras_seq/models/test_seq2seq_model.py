@@ -15,7 +15,7 @@ from keras_seq.metrics import MaskedTokenAccuracy
 from keras_seq.models import compile_for, seq2seq
 from keras_seq.models.seq2seq import PAD_ID, START_ID
 from keras_seq.tasks.base import TargetSpec
-from keras_seq.testing.layer_checks import LayerCase, check_layer
+from keras_seq.testing.layer_checks import IN_PROCESS_CHECKS, LayerCase, check_layer
 
 agnostic = pytest.mark.backend_agnostic
 
@@ -279,8 +279,16 @@ def test_reverse_within_length_refuses_a_non_numeric_pad_value():
         layers.ReverseWithinLength(pad_value="pad")
 
 
-def test_reverse_within_length_passes_shared_layer_checks(tmp_path):
-    check_layer(LayerCase(make=lambda **kw: layers.ReverseWithinLength(**kw), features=3), tmp_path)
+# Its saved files are checked in tests/keras_seq/test_saved_layers.py, in one fresh process.
+SAVED_CASES = {
+    "reverse_within_length": LayerCase(
+        make=lambda **kw: layers.ReverseWithinLength(**kw), features=3
+    ),
+}
+
+
+def test_reverse_within_length_passes_in_process_layer_checks(tmp_path):
+    check_layer(SAVED_CASES["reverse_within_length"], tmp_path, checks=IN_PROCESS_CHECKS)
 
 
 # === Loss and metric ==========================================================

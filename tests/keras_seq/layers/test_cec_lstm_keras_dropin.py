@@ -126,6 +126,7 @@ def test_every_keras_lstm_argument_is_accepted():
     assert "implementation" in ours
 
 
+@pytest.mark.large_on("jax")
 def test_a_keras_lstm_config_builds_an_equal_layer():
     """`keras.layers.LSTM(**cfg)` → `CECLSTM(forget_gate=True, **cfg)`, every option changed."""
     config = dict(

@@ -159,6 +159,7 @@ def numpy_of(tensors):
 # === The equations ============================================================
 
 
+@pytest.mark.large_on("jax")
 @agnostic
 def test_bahdanau_decoder_matches_the_paper_step_by_step():
     x, memory, memory_mask, states = sample(0)

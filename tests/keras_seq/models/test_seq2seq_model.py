@@ -17,6 +17,8 @@ from keras_seq.models.seq2seq import PAD_ID, START_ID
 from keras_seq.tasks.base import TargetSpec
 from keras_seq.testing.layer_checks import IN_PROCESS_CHECKS, LayerCase, check_layer
 
+# Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
+pytestmark = pytest.mark.large_on("jax")
 agnostic = pytest.mark.backend_agnostic
 
 SOURCE_VOCAB, TARGET_VOCAB = 17, 23
@@ -337,6 +339,7 @@ def test_masked_token_accuracy_counts_every_real_token_once_across_batches():
     assert float(metric.result()) == 0.0
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", ["luong_general_input_feeding", "transformer_sinusoidal"])
 def test_compile_for_reports_the_masked_loss_and_trains(name):
     """compile_for(kind "sequence") reports the NumPy masked loss and accuracy, and `fit`
@@ -404,6 +407,7 @@ def test_mixed_precision_computes_in_float16_and_returns_float32(name):
     assert type(half).from_config(half.get_config()).dtype_policy.name == "mixed_float16"
 
 
+@pytest.mark.large
 def test_seq2seq_reloads_with_safe_mode_in_a_fresh_process(tmp_path):
     """Saved compiled, reloaded in a new interpreter that imports keras_seq: same probabilities
     and the same first decoding step."""

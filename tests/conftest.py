@@ -92,6 +92,21 @@ if GUARD:
     multiprocessing.util.spawnv_passfds = _spawnv_recorded
 
 
+def pytest_sessionstart(session) -> None:
+    """Load Keras (and its backend) before the first test, in each process that runs tests.
+
+    Most test modules import Keras when they are collected; a file whose tests import it
+    lazily would otherwise charge the import (about 6 s of CPU on TensorFlow, and the `uname`
+    process that `platform` starts) to whichever quick test came first when the file runs
+    alone.
+    """
+    controller = session.config.getoption("numprocesses", None) and not hasattr(
+        session.config, "workerinput"
+    )
+    if GUARD and not controller:
+        import keras  # noqa: F401
+
+
 def _cpu_seconds() -> float:
     times = os.times()  # this process's threads, and the children it has waited for
     return times.user + times.system + times.children_user + times.children_system

@@ -236,6 +236,7 @@ def test_function_local_imports_are_heavy_libraries_with_a_reason():
     assert not wrong, "\n".join(wrong)
 
 
+@pytest.mark.large
 def test_tabs_do_not_import_each_other():
     tabs = [name for name in MODULES if name.startswith("builder_ui.app.tabs.")]
     wrong = [

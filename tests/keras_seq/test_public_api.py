@@ -30,6 +30,7 @@ def test_package_exposes_a_version():
     assert keras_seq.__version__.count(".") >= 2
 
 
+@pytest.mark.large_on("jax")
 def test_docstring_examples_run():
     import doctest
 

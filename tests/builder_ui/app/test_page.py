@@ -8,6 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from builder_ui.app.page import build_app
 from tests.app.app_server import free_port
 
@@ -53,6 +55,7 @@ finally:
 """
 
 
+@pytest.mark.large
 def test_keras_seq_is_loaded_before_the_app_serves_so_no_request_races_its_import(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", RACE, str(tmp_path / "runs"), str(free_port())],

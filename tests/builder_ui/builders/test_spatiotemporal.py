@@ -127,6 +127,7 @@ def test_a_tiny_spec_trains_through_the_cli_and_its_model_reloads(tmp_path, caps
     assert any(isinstance(layer, keras.layers.ConvLSTM2D) for layer in model.layers)
 
 
+@pytest.mark.large
 def test_a_sweep_over_the_layout_trains_both_models_at_equal_size(tmp_path):
     document = {**copy.deepcopy(TINY), "name": "layouts"}
     document["sweep"] = {"method": "grid", "parameters": {"model.layout": ["conv", "flat"]}}

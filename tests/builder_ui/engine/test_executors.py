@@ -48,6 +48,7 @@ def test_a_trial_that_fails_a_data_check_writes_nothing(tmp_path):
     assert store.list_runs() == []
 
 
+@pytest.mark.large
 def test_a_distribution_the_backend_cannot_run_names_its_field_once(tmp_path):
     # `mirrored` is TensorFlow's; under JAX each trial is refused, the path printed once.
     document = {**SWEEP, "train": {**SWEEP["train"], "distribution": "mirrored"}}
@@ -147,6 +148,7 @@ def test_ray_starts_its_own_instance_despite_a_stale_cluster_file(ray_tmpdir, tm
     assert any(path.name.startswith("session_") for path in ray_tmpdir.iterdir())
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("command", ["train", "sweep"])
 def test_float16_on_jax_without_a_gpu_is_refused_before_any_run(tmp_path, command):
     # XLA's CPU dot_general has no float16 form: the Transformer preset trained one epoch under

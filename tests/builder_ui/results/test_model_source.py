@@ -109,6 +109,7 @@ def test_shared_layers_several_outputs_and_operations_are_rebuilt(written):
     assert rebuilt == described(model)
 
 
+@pytest.mark.large
 def test_sequential_models_are_rebuilt(written):
     model, source, rebuilt = written[1]
     assert "keras.Sequential(" in source

@@ -114,6 +114,7 @@ def test_built_layer_keeps_its_weights_and_input_dim():
         np.testing.assert_array_equal(old, new)
 
 
+@pytest.mark.large_on("jax")
 def test_unbuilt_layer_and_bare_cell_are_built_on_input_dim():
     layer = keras.layers.GRU(16)
     cell = CECLSTMCell(16)
@@ -172,6 +173,7 @@ def test_simple_rnn_state_gradient_is_bounded_by_the_singular_value_power():
 # The constant error carousel: no decay
 
 
+@pytest.mark.large_on("torch")
 def test_truncated_carousel_input_gradient_does_not_decay_with_lag():
     norms = by_lag(gradient_flow(cec_lstm(truncated_gradients=True), 200, wrt="input"))
 
@@ -183,6 +185,7 @@ def test_truncated_carousel_input_gradient_does_not_decay_with_lag():
     assert abs(slope) * 199 < math.log(2)  # a trend of less than ×2 end to end; measured 0.04
 
 
+@pytest.mark.large_on("torch")
 def test_truncated_carousel_state_gradient_is_constant_across_lags():
     norms = by_lag(gradient_flow(cec_lstm(truncated_gradients=True), 200, wrt="state"))
 
@@ -283,6 +286,7 @@ def carousel_jacobian(truncated_gradients, units=6, input_dim=4, batch=3, steps=
     return np.stack(rows, axis=1)
 
 
+@pytest.mark.large_on("jax")
 def test_truncated_carousel_jacobian_is_exactly_the_identity():
     jacobian = carousel_jacobian(truncated_gradients=True)
 

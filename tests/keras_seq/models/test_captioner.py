@@ -159,6 +159,7 @@ def test_decode_step_reads_the_regions_as_the_teacher_forced_pass_does():
         tokens = CAPTIONS[:, step]
 
 
+@pytest.mark.large
 @agnostic
 def test_greedy_beam_and_compiled_decoding_caption_images():
     model = make()

@@ -590,6 +590,7 @@ def test_the_coverage_penalty_leaves_source_padding_out(sources):
     assert counted_padding >= 1, "padding must matter here, or this test proves nothing"
 
 
+@pytest.mark.large
 @agnostic
 def test_compiled_beam_search_with_coverage_equals_the_reference(sources):
     model = SecondOrderChain(source_vocab_size=9, target_vocab_size=8, seed=3)
@@ -847,6 +848,7 @@ def test_decoding_a_mixed_precision_seq2seq_keeps_float32_scores(architecture):
         assert np.isfinite(scores).all() and (scores < 0).all() and (lengths >= 1).all()
 
 
+@pytest.mark.large
 def test_docstring_examples_run():
     import doctest
 

@@ -223,6 +223,7 @@ def test_step_i_reads_the_element_pointed_at_step_i_minus_1_and_no_later_pointer
     assert np.all(np.abs(p[:, 3:] - q[:, 3:]).max(axis=-1) > 1e-6)
 
 
+@pytest.mark.large
 @agnostic
 @pytest.mark.parametrize("cell", CELLS)
 def test_one_training_step_runs_and_gives_a_finite_loss(cell):

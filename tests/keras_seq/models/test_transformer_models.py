@@ -172,6 +172,7 @@ def test_vit_bad_arguments_are_refused_naming_them_before_building(kwargs, argum
     assert keras.layers.Dense(1).name == "dense"
 
 
+@pytest.mark.large
 @pytest.mark.backend_agnostic
 def test_vit_trains_a_step_with_compile_for():
     model = vision_transformer((8, 8, 1), 2, 16, 1, 2, 32, 10, dropout=0.1)

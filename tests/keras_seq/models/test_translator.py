@@ -128,6 +128,7 @@ def test_translations_equal_decoding_each_text_alone(translators, name):
     assert translator.translate([]) == []
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", ["bahdanau", "transformer"])
 def test_beam_translations_equal_beam_search_of_each_text_alone(translators, name):
     translator = translators[name]

@@ -96,6 +96,12 @@ if GUARD:
     multiprocessing.util.spawnv_passfds = _spawnv_recorded
 
 
+def pytest_itemcollected(item) -> None:
+    """`large_on("jax", ...)`: large on those backends only (where XLA compiles it, say)."""
+    if any(_backend() in marker.args for marker in item.iter_markers("large_on")):
+        item.add_marker(pytest.mark.large)  # before `-m` deselects by marker
+
+
 def pytest_sessionstart(session) -> None:
     """Load Keras (and its backend) before the first test, in each process that runs tests.
 
@@ -166,12 +172,6 @@ def _load() -> dict[str, dict[str, float]]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def pytest_itemcollected(item) -> None:
-    """`large_on("jax", ...)`: large on those backends only (where XLA compiles it, say)."""
-    if any(_backend() in marker.args for marker in item.iter_markers("large_on")):
-        item.add_marker(pytest.mark.large)  # before `-m` deselects by marker
 
 
 def pytest_addoption(parser) -> None:

@@ -12,10 +12,8 @@ They run in `__init__`, before any weight exists, so that a hostile config
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
-import warnings
 
 # A recurrent kernel of 65536 x 4*65536 float32 weights is 64 GiB: well past
 # anything that trains, so larger values are refused rather than allocated.
@@ -125,35 +123,3 @@ def parameter_budget(layer_name: str, count: int) -> None:
             f"Layer `{layer_name}` would create {count:,} weights, more than the "
             f"{MAX_LAYER_PARAMS:,} one layer may hold. Reduce `units` or the input dimension."
         )
-
-
-def renamed_arguments(**renames: str):
-    """Lets a function take each keyword argument by its old name too, for one release.
-
-    `@renamed_arguments(depth="num_layers")` makes `f(depth=2)` call
-    `f(num_layers=2)` with a DeprecationWarning; both names at once raise.
-    """
-
-    def decorate(function):
-        shown = function.__qualname__.removesuffix(".__init__")
-
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            for old, new in renames.items():
-                if old not in kwargs:
-                    continue
-                if new in kwargs:
-                    raise TypeError(
-                        f"{shown}() got both `{old}` (the old name of `{new}`) and `{new}`."
-                    )
-                warnings.warn(
-                    f"{shown}({old}=...) is deprecated: the argument is `{new}`.",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-                kwargs[new] = kwargs.pop(old)
-            return function(*args, **kwargs)
-
-        return wrapper
-
-    return decorate

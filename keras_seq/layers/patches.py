@@ -37,9 +37,7 @@ class PatchEmbedding(keras.layers.Layer):
 
     Args:
         patch_size: `P`, the side of each square patch, a positive integer.
-        embedding_dim: `D`, the size of each token, a positive integer
-            (formerly `embed_dim`; configs saved with that key still load,
-            for one release).
+        embedding_dim: `D`, the size of each token, a positive integer.
 
     Call arguments:
         images: `(batch, H, W, C)`.
@@ -58,9 +56,6 @@ class PatchEmbedding(keras.layers.Layer):
           Image Recognition at Scale", ICLR 2021 (arXiv 2020), Section 3.1,
           Equation 1.
     """
-
-    # The config key `embedding_dim` had before keras_seq 0.2.
-    _OLD_CONFIG_KEYS = (("embed_dim", "embedding_dim"),)
 
     def __init__(self, patch_size, embedding_dim, **kwargs):
         super().__init__(**kwargs)
@@ -129,14 +124,6 @@ class PatchEmbedding(keras.layers.Layer):
             "patch_size": self.patch_size,
             "embedding_dim": self.embedding_dim,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        for old, new in cls._OLD_CONFIG_KEYS:  # a file saved before the rename
-            if old in config and new not in config:
-                config[new] = config.pop(old)
-        return cls(**config)
 
 
 @_REGISTER

@@ -40,11 +40,6 @@ text with them, returns the attention alignment per output token, saves as
 one `.keras` file and exports a TensorFlow SavedModel.
 """
 
-# Moved, re-exported here for one release: the pooling layers (now in keras_seq.layers), the
-# loss (keras_seq.losses) and the metric (keras_seq.metrics).
-from keras_seq.layers.pooling import ClassTokenPooling, MaskedMeanPooling
-from keras_seq.losses import MaskedSparseCategoricalCrossentropy
-from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
 from keras_seq.models.assembled_seq2seq import AssembledSeq2Seq
 from keras_seq.models.captioner import ShowAttendTell
 from keras_seq.models.compiling import compile_for
@@ -74,11 +69,7 @@ from keras_seq.models.translator import Alignment, Translator
 __all__ = [
     "Alignment",
     "AssembledSeq2Seq",
-    "ClassTokenPooling",
     "DecodeResult",
-    "MaskedMeanPooling",
-    "MaskedSparseCategoricalCrossentropy",
-    "MaskedTokenAccuracy",
     "PointerNetwork",
     "RNNSeq2Seq",
     "Seq2Seq",

@@ -10,33 +10,13 @@ search, `Translator` and SavedModel export take either.
 
 from __future__ import annotations
 
-import warnings
-
 from keras_seq import validation
 from keras_seq.layers.cells import check_cell
 from keras_seq.layers.recurrent_decoder import check_attention, check_input_feeding
 from keras_seq.models.rnn_seq2seq import RNNSeq2Seq
-from keras_seq.models.seq2seq_base import (
-    MAX_LAYERS,
-    MAX_VOCABULARY,
-    PAD_ID,
-    START_ID,
-    Seq2Seq,
-)
 from keras_seq.models.transformer_seq2seq import POSITIONS, TransformerSeq2Seq
 
-__all__ = [
-    "ARCHITECTURES",
-    "MAX_LAYERS",
-    "MAX_VOCABULARY",
-    "PAD_ID",
-    "POSITIONS",
-    "START_ID",
-    "RNNSeq2Seq",
-    "Seq2Seq",
-    "TransformerSeq2Seq",
-    "seq2seq",
-]
+__all__ = ["ARCHITECTURES", "seq2seq"]
 
 ARCHITECTURES = ("rnn", "transformer")
 
@@ -63,7 +43,6 @@ def seq2seq(
     dropout=0.0,
     name="seq2seq",
     dtype=None,
-    embed_dim=None,
 ):
     """Builds an uncompiled `RNNSeq2Seq` or `TransformerSeq2Seq` from source to target ids.
 
@@ -76,10 +55,6 @@ def seq2seq(
     `num_heads`, `ff_dim`, `norm_first`, `max_length` and `positions` the
     Transformer's), except that a Transformer refuses `attention`,
     `attention_units` and `bidirectional`, which it cannot honour.
-
-    `embed_dim` is the old name of the Transformer's `embedding_dim`: still
-    accepted, with a DeprecationWarning, for one release (it wins over
-    `embedding_dim` for a Transformer, as before; an RNN ignores it).
 
     Returns:
         A `Seq2Seq`. Compile it with `compile_for(model, task.targets)` and
@@ -107,15 +82,6 @@ def seq2seq(
         - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
     """
     architecture = validation.one_of("architecture", architecture, ARCHITECTURES)
-    if embed_dim is not None:
-        warnings.warn(
-            "seq2seq(embed_dim=...) is deprecated: the Transformer's width is `embedding_dim`, "
-            "as the RNN's embedding size.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if architecture == "transformer":
-            embedding_dim = embed_dim
     shared = {
         "num_layers": num_layers,
         "embedding_dim": embedding_dim,

@@ -34,16 +34,11 @@ branching on tensor values, so both run inside `tf.function` and `jax.jit`.
 
 from __future__ import annotations
 
-import inspect
-import warnings
-
 import keras
 from keras import ops
 
 from keras_seq import validation
 from keras_seq.layers import ReverseWithinLength
-
-_REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
 # The reserved ids of `keras_seq.tasks.Vocabulary`, the same in every vocabulary.
 PAD_ID, START_ID = 0, 1
@@ -55,76 +50,13 @@ MAX_VOCABULARY = 2**22
 # The deepest stack of layers the builder accepts.
 MAX_LAYERS = 64
 
-# Constructor keywords of every Keras model, in every config.
-_MODEL_KEYS = ("name", "trainable", "dtype")
-
-# The subclass of each `architecture`, for configs written by the single class of keras_seq
-# 0.1 (`Seq2Seq(architecture=...)`); filled in by `Seq2Seq.__init_subclass__`.
-_ARCHITECTURES = {}
-
-
-# The arguments of keras_seq 0.1's `Seq2Seq(...)`, in their positional order.
-_SINGLE_CLASS_ARGUMENTS = (
-    "source_vocab_size",
-    "target_vocab_size",
-    "architecture",
-    "cell",
-    "units",
-    "num_layers",
-    "bidirectional",
-    "attention",
-    "attention_units",
-    "input_feeding",
-    "reverse_source",
-    "embedding_dim",
-    "embed_dim",
-    "num_heads",
-    "ff_dim",
-    "norm_first",
-    "max_length",
-    "positions",
-    "dropout",
-)
-
-
-class _BuildsASubclass(type(keras.Model)):
-    """`Seq2Seq(..., architecture=...)`, keras_seq 0.1's call, builds the subclass (one release).
-
-    A metaclass, so that the call never reaches `Seq2Seq.__init__`: the
-    arguments go to `keras_seq.models.seq2seq`, which picks the subclass.
-    """
-
-    def __call__(cls, *args, **kwargs):
-        if cls is not Seq2Seq:
-            return super().__call__(*args, **kwargs)
-        warnings.warn(
-            "Seq2Seq(...) is deprecated: build the model with keras_seq.models.seq2seq(...), "
-            "RNNSeq2Seq(...) or TransformerSeq2Seq(...).",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if len(args) > len(_SINGLE_CLASS_ARGUMENTS):
-            raise TypeError(f"Seq2Seq() takes at most {len(_SINGLE_CLASS_ARGUMENTS)} arguments.")
-        kwargs = {**dict(zip(_SINGLE_CLASS_ARGUMENTS, args, strict=False)), **kwargs}
-        trainable = kwargs.pop("trainable", True)
-        from keras_seq.models.seq2seq import seq2seq  # the factory imports this module
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # embed_dim: warned above
-            model = seq2seq(
-                kwargs.pop("source_vocab_size"), kwargs.pop("target_vocab_size"), **kwargs
-            )
-        model.trainable = trainable
-        return model
-
 
 def vocab_size(name, value):
     """`value` if it is a vocabulary size (the 4 reserved ids and more), else raises."""
     return validation.int_in_range(name, value, 4, MAX_VOCABULARY)
 
 
-@_REGISTER
-class Seq2Seq(keras.Model, metaclass=_BuildsASubclass):
+class Seq2Seq(keras.Model):
     """The base of the encoder–decoders: maps a source token sequence to a target one.
 
     For every subclass
@@ -138,10 +70,8 @@ class Seq2Seq(keras.Model, metaclass=_BuildsASubclass):
     projection and the `call` / `encode` / `decode_step` contract. A subclass
     sets `architecture` and implements `_make_layers`, `_build_layers`,
     `teacher_forced`, `initial_state` and `step`. Build one with
-    `keras_seq.models.seq2seq(...)`, `RNNSeq2Seq` or `TransformerSeq2Seq`.
-    `Seq2Seq(..., architecture=...)`, the single class of keras_seq 0.1,
-    still builds the subclass (with a DeprecationWarning) for one release,
-    and a `.keras` file it saved still loads (`Seq2Seq.from_config`).
+    `keras_seq.models.seq2seq(...)`, `RNNSeq2Seq` or `TransformerSeq2Seq`:
+    `Seq2Seq(...)` itself raises a `TypeError`, as it has no architecture.
 
     Args:
         source_vocab_size: Source token ids, the 4 reserved ids included.
@@ -180,19 +110,17 @@ class Seq2Seq(keras.Model, metaclass=_BuildsASubclass):
           Networks", NeurIPS 2014.
     """
 
-    # "rnn" or "transformer": set by each subclass.
+    # The architecture's name ("rnn", "transformer", …): set by each subclass.
     architecture = None
-    # Config keys of keras_seq 0.1's single class that the subclass renamed: (old, new) pairs.
-    renamed_config_keys = ()
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if cls.architecture is not None:
-            _ARCHITECTURES.setdefault(cls.architecture, cls)
 
     def __init__(
         self, source_vocab_size, target_vocab_size, reverse_source=False, dropout=0.0, **kwargs
     ):
+        if type(self) is Seq2Seq:
+            raise TypeError(
+                "Seq2Seq is the base class of the encoder–decoders: build one with "
+                "keras_seq.models.seq2seq(...), RNNSeq2Seq(...) or TransformerSeq2Seq(...)."
+            )
         # === Validation, before any weight exists ===
         self.source_vocab_size = vocab_size("source_vocab_size", source_vocab_size)
         self.target_vocab_size = vocab_size("target_vocab_size", target_vocab_size)
@@ -348,27 +276,4 @@ class Seq2Seq(keras.Model, metaclass=_BuildsASubclass):
 
     @classmethod
     def from_config(cls, config):
-        if cls is Seq2Seq:
-            return _from_single_class_config(config)
         return cls(**config)
-
-
-def _from_single_class_config(config):
-    """A model from a config of keras_seq 0.1's single `Seq2Seq` class (kept for one release).
-
-    That class took both architectures' arguments and ignored the other's;
-    its config names the `architecture`. The subclass gets the arguments it
-    takes, with the keys it renamed (`TransformerSeq2Seq`: `embed_dim` is now
-    `embedding_dim`) under their new names.
-    """
-    config = dict(config)
-    architecture = config.pop("architecture", "rnn")
-    if architecture not in _ARCHITECTURES:
-        expected = " or ".join(map(repr, _ARCHITECTURES))
-        raise validation.invalid("architecture", expected, architecture)
-    cls = _ARCHITECTURES[architecture]
-    for old, new in cls.renamed_config_keys:
-        if old in config:
-            config[new] = config.pop(old)
-    accepted = set(inspect.signature(cls.__init__).parameters) | set(_MODEL_KEYS)
-    return cls(**{key: value for key, value in config.items() if key in accepted})

@@ -37,7 +37,6 @@ POSITIONS = ("sinusoidal", "learned")
 _POSITION_STDDEV = 0.02
 
 
-@validation.renamed_arguments(embed_dim="embedding_dim", depth="num_layers")
 def transformer_classifier(
     vocab_size,
     max_length,
@@ -74,9 +73,8 @@ def transformer_classifier(
         max_length: Tokens per sequence; the model's input is
             `(batch, max_length)` int32, padded with 0.
         num_classes: Number of classes, at least 2.
-        embedding_dim: `d_model`, the width of every token vector (formerly
-            `embed_dim`). Default 64.
-        num_layers: Number of encoder blocks (formerly `depth`). Default 2.
+        embedding_dim: `d_model`, the width of every token vector. Default 64.
+        num_layers: Number of encoder blocks. Default 2.
         num_heads: Attention heads per block; must divide `embedding_dim`.
             Default 4.
         ff_dim: Inner size of each block's feed-forward network. Default 128.
@@ -143,7 +141,6 @@ def transformer_classifier(
     return keras.Model(tokens, probabilities, name=name)
 
 
-@validation.renamed_arguments(embed_dim="embedding_dim", depth="num_layers", mlp_dim="ff_dim")
 def vision_transformer(
     image_shape,
     patch_size,
@@ -181,12 +178,11 @@ def vision_transformer(
             `patch_size`.
         patch_size: `P`, the side of a square patch in pixels.
         embedding_dim: `D`, the width of every token; a multiple of
-            `num_heads` (formerly `embed_dim`; keras-hub's `hidden_dim`).
-        num_layers: Number of encoder blocks, the paper's `L` (formerly
-            `depth`).
+            `num_heads` (keras-hub's `hidden_dim`).
+        num_layers: Number of encoder blocks, the paper's `L`.
         num_heads: Attention heads per block.
         ff_dim: Inner size of each block's MLP, 4·D in the paper's models
-            (formerly `mlp_dim`; keras-hub's `mlp_dim`).
+            (keras-hub's `mlp_dim`).
         num_classes: Number of classes, at least 2.
         dropout: Dropout rate after the position embedding and inside every
             block. Default 0.

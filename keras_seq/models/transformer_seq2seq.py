@@ -100,7 +100,6 @@ class TransformerSeq2Seq(Seq2Seq):
     """
 
     architecture = "transformer"
-    renamed_config_keys = (("embed_dim", "embedding_dim"),)
 
     def __init__(
         self,

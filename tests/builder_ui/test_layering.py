@@ -30,8 +30,6 @@ LAYERS = {
     "app": 4,
     "cli": 5,
 }
-# Old import paths kept as re-exports for one release; nothing inside builder_ui uses them.
-DEPRECATED_ALIASES = {"spec", "registry", "runs", "compare"}
 # Heavy or optional libraries a function may import on first use, with a reason.
 LAZY_ALLOWED = {
     "keras",
@@ -124,13 +122,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_every_module_is_in_a_layer():
-    strays = [
-        name
-        for name in MODULES
-        if name != "builder_ui"
-        and layer_of(name) not in LAYERS
-        and layer_of(name) not in DEPRECATED_ALIASES
-    ]
+    strays = [name for name in MODULES if name != "builder_ui" and layer_of(name) not in LAYERS]
     assert not strays, f"modules outside the layers {sorted(LAYERS)}: {strays}"
 
 
@@ -138,13 +130,11 @@ def test_no_import_goes_up_or_sideways_between_layers():
     wrong = []
     for name, targets in graph().items():
         here = layer_of(name)
-        if here is None or here in DEPRECATED_ALIASES:
+        if here is None:
             continue
         for target in targets:
             there = layer_of(target)
-            if there in DEPRECATED_ALIASES:
-                wrong.append(f"{name} -> {target} (a deprecated alias)")
-            elif there is None:
+            if there is None:
                 wrong.append(f"{name} -> {target} (the top package)")
             elif there != here and LAYERS[there] >= LAYERS[here]:
                 wrong.append(f"{name} ({here}) -> {target} ({there})")

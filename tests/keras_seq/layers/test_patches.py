@@ -155,15 +155,3 @@ def test_docstring_examples_run():
     result = doctest.testmod(patches, globs=globs, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
-
-
-def test_a_config_saved_with_the_old_embed_dim_key_still_loads():
-    """Before keras_seq 0.2 the config key of `embedding_dim` was `embed_dim` (one release)."""
-    old = {"name": "patch_embedding", "trainable": True, "patch_size": 4, "embed_dim": 5}
-    layer = layers.PatchEmbedding.from_config(old)
-    assert layer.embedding_dim == 5 and "embed_dim" not in layer.get_config()
-    restored = keras.saving.deserialize_keras_object(
-        {"module": "keras_seq.layers.patches", "class_name": "PatchEmbedding",
-         "registered_name": "keras_seq>PatchEmbedding", "config": old}
-    )  # fmt: skip
-    assert tuple(restored(images((2, 8, 12, 3))).shape) == (2, 6, 5)

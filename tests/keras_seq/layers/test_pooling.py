@@ -5,7 +5,6 @@ import keras
 import numpy as np
 import pytest
 
-from keras_seq import layers, models
 from keras_seq.layers import ClassTokenPooling, FinalStatePooling, MaskedMeanPooling
 from keras_seq.testing.layer_checks import IN_PROCESS_CHECKS, LayerCase, check_layer
 
@@ -39,13 +38,6 @@ def test_pooling_layers_are_registered_and_reload_from_config(cls):
     layer = cls(name="pool")
     clone = cls.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
-
-
-@pytest.mark.backend_agnostic
-def test_the_old_import_location_still_gives_the_same_classes():
-    # keras_seq.models re-exports them for one release.
-    assert models.ClassTokenPooling is layers.ClassTokenPooling
-    assert models.MaskedMeanPooling is layers.MaskedMeanPooling
 
 
 # Their saved files are checked in tests/keras_seq/test_saved_layers.py, in one fresh process.

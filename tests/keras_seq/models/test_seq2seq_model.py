@@ -13,7 +13,7 @@ from keras_seq import layers
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedTokenAccuracy
 from keras_seq.models import compile_for, seq2seq
-from keras_seq.models.seq2seq import PAD_ID, START_ID
+from keras_seq.models.seq2seq_base import PAD_ID, START_ID
 from keras_seq.tasks.base import TargetSpec
 from keras_seq.testing.layer_checks import IN_PROCESS_CHECKS, LayerCase, check_layer
 

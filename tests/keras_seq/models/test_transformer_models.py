@@ -348,21 +348,3 @@ def test_docstring_examples_run():
     result = doctest.testmod(transformer, globs=globs, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
-
-
-@pytest.mark.backend_agnostic
-def test_the_old_argument_names_still_work_for_one_release_with_a_warning():
-    with pytest.warns(DeprecationWarning) as caught:
-        classifier = transformer_classifier(20, 6, 2, embed_dim=8, depth=1, num_heads=2, ff_dim=8)
-    assert {"embed_dim", "depth"} <= {str(w.message).split("(")[1].split("=")[0] for w in caught}
-    assert len([layer for layer in classifier.layers if "encoder_block" in layer.name]) == 1
-    with pytest.warns(DeprecationWarning) as caught:
-        vit = vision_transformer(
-            (8, 8, 1), 2, embed_dim=8, depth=1, num_heads=2, mlp_dim=16, num_classes=3
-        )
-    old_names = {str(w.message).split("(")[1].split("=")[0] for w in caught}
-    assert {"embed_dim", "depth", "mlp_dim"} <= old_names
-    block = vit.get_layer("encoder_block_0")
-    assert block.ff_dim == 16 and vit.get_layer("patch_embedding").embedding_dim == 8
-    with pytest.raises(TypeError, match="both `depth`"):
-        transformer_classifier(20, 6, 2, depth=1, num_layers=1)

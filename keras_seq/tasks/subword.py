@@ -124,6 +124,8 @@ class SubwordVocabulary(Vocabulary):
     "l'homme est fatigué."
     """
 
+    CONFIG_KEY = "subword"
+
     def __init__(self, model, *, lowercase: bool = True):
         spm = _sentencepiece()
         if isinstance(model, str):

@@ -68,6 +68,9 @@ class Vocabulary:
 
     PAD, START, END, UNK = 0, 1, 2, 3
     SPECIAL_TOKENS = ("<pad>", "<start>", "<end>", "<unk>")
+    # The key that says a config is a subclass's (`SubwordVocabulary`: "subword"); a
+    # config without any subclass's key is a word vocabulary's.
+    CONFIG_KEY: str | None = None
 
     def __init__(self, tokens: Sequence[str], *, lowercase: bool = True):
         self.lowercase = validation.boolean("lowercase", lowercase)
@@ -293,11 +296,16 @@ class Vocabulary:
 
     @classmethod
     def from_config(cls, config: dict) -> Vocabulary:
-        """The inverse of `get_config`; a `SubwordVocabulary`'s config gives one back."""
-        if isinstance(config, dict) and "subword" in config:
-            from keras_seq.tasks.subword import SubwordVocabulary  # it imports this module
+        """The inverse of `get_config`; a `SubwordVocabulary`'s config gives one back.
 
-            return SubwordVocabulary.from_config(config)
+        A config holding a subclass's `CONFIG_KEY` goes to that subclass's
+        `from_config` (`keras_seq.tasks` imports every subclass, so each is
+        known here without this module importing it).
+        """
+        if isinstance(config, dict):
+            for kind in cls.__subclasses__():
+                if kind.CONFIG_KEY is not None and kind.CONFIG_KEY in config:
+                    return kind.from_config(config)
         if not isinstance(config, dict) or set(config) - {"tokens", "lowercase"}:
             raise validation.invalid(
                 "config", 'a dict with the keys "tokens" and "lowercase"', config

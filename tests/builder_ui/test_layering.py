@@ -2,6 +2,8 @@
 
     specs ─▶ builders ─▶ engine ─▶ results, lab ─▶ app ─▶ cli
 
+keras_seq's modules import each other with no circle either.
+
 The imports are read from the source with `ast` (every `import` statement,
 at module level or inside a function), not by importing, so a new upward or
 circular import fails here whatever the code does at run time.
@@ -10,6 +12,7 @@ circular import fails here whatever the code does at run time.
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 import pytest
@@ -62,43 +65,56 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+def package_modules(package: Path) -> dict[str, Path]:
+    """Every module of a package, by its dotted name."""
+    return {module_name(path): path for path in sorted(package.rglob("*.py"))}
 
 
-def is_package(name: str) -> bool:
-    return MODULES.get(name, Path()).name == "__init__.py"
+MODULES = package_modules(PACKAGE)
+KERAS_SEQ_MODULES = package_modules(ROOT / "keras_seq")
 
 
-def imported_modules(node: ast.AST, importer: str) -> list[str]:
-    """The builder_ui modules an import statement loads (a `from x import y` module y counts)."""
+def is_package(name: str, modules: dict[str, Path]) -> bool:
+    return modules.get(name, Path()).name == "__init__.py"
+
+
+def imported_modules(node: ast.AST, importer: str, modules: dict[str, Path]) -> list[str]:
+    """The modules of the importer's package that an import statement loads.
+
+    `modules` is that package's modules (`MODULES` for builder_ui); a module
+    `y` imported by `from x import y` counts as `x.y`.
+    """
+    package = importer.split(".")[0]
     if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names if alias.name.split(".")[0] == "builder_ui"]
+        return [alias.name for alias in node.names if alias.name.split(".")[0] == package]
     assert isinstance(node, ast.ImportFrom)
     if node.level:
         base = importer.split(".")
-        if not is_package(importer):
+        if not is_package(importer, modules):
             base = base[:-1]
         base = base[: len(base) - (node.level - 1)]
         module = ".".join([*base, node.module] if node.module else base)
     else:
         module = node.module or ""
-    if module.split(".")[0] != "builder_ui":
+    if module.split(".")[0] != package:
         return []
     found = []
     for alias in node.names:
         child = f"{module}.{alias.name}"
-        found.append(child if child in MODULES else module)
+        found.append(child if child in modules else module)
     return found
 
 
-def imports_of(name: str) -> list[tuple[ast.AST, str, bool]]:
-    """Each import in a module: (statement, imported builder_ui module or None, inside a def)."""
-    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+def imports_of(
+    name: str, modules: dict[str, Path] = MODULES
+) -> list[tuple[ast.AST, str | None, bool]]:
+    """Each import in a module: (statement, imported module of its package or None, in a def)."""
+    tree = ast.parse(modules[name].read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             local = node.col_offset > 0
-            targets = imported_modules(node, name)
+            targets = imported_modules(node, name, modules)
             found.extend((node, target, local) for target in targets)
             if not targets:
                 found.append((node, None, local))
@@ -112,10 +128,10 @@ def layer_of(name: str) -> str | None:
     return parts[1]
 
 
-def graph() -> dict[str, set[str]]:
-    edges: dict[str, set[str]] = {name: set() for name in MODULES}
-    for name in MODULES:
-        for _, target, _ in imports_of(name):
+def graph(modules: dict[str, Path] = MODULES) -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name in modules:
+        for _, target, _ in imports_of(name, modules):
             if target is not None and target != name:
                 edges[name].add(target)
     return edges
@@ -176,14 +192,60 @@ def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def circle_through(edges: dict[str, set[str]], component: list[str]) -> list[str]:
+    """One circle of imports inside a component `find_cycles` found: `[a, b, …, a]`.
+
+    The shortest way from the component's first module back to itself (a
+    breadth-first search that stays inside the component).
+    """
+    start, members = component[0], set(component)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for other in sorted(edges[node] & members):
+            if other == start:
+                return [*paths[node], start]
+            if other not in paths:
+                paths[other] = [*paths[node], other]
+                queue.append(other)
+    raise AssertionError(f"no circle through {start} in {component}")
+
+
+def describe_circles(modules: dict[str, Path]) -> list[str]:
+    """Each import circle among `modules`, one line: the modules and where each imports the next."""
+    edges = graph(modules)
+    lines = []
+    for component in find_cycles(edges):
+        circle = circle_through(edges, component)
+        where = []
+        for importer, imported in itertools.pairwise(circle):
+            statements = imports_of(importer, modules)
+            line = min(node.lineno for node, target, _ in statements if target == imported)
+            where.append(f"{modules[importer].relative_to(ROOT)}:{line}")
+        lines.append(" -> ".join(circle) + f"  (imported at {', '.join(where)})")
+    return lines
+
+
 def test_no_import_circle():
-    assert find_cycles(graph()) == []
+    circles = describe_circles(MODULES)
+    assert not circles, "import circles in builder_ui:\n" + "\n".join(circles)
+
+
+def test_keras_seq_has_no_import_circle():
+    """No keras_seq module imports, even inside a function, one that imports it back."""
+    circles = describe_circles(KERAS_SEQ_MODULES)
+    assert not circles, "import circles in keras_seq:\n" + "\n".join(circles)
 
 
 def test_the_cycle_finder_finds_a_circle():
-    # The check above can fail: a two-module circle and a longer one are both found.
+    # The checks above can fail: a two-module circle and a longer one are both found.
     edges = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
     assert find_cycles(edges) == [["a", "b"], ["c", "d", "e"]]
+    assert [circle_through(edges, c) for c in find_cycles(edges)] == [
+        ["a", "b", "a"],
+        ["c", "d", "e", "c"],
+    ]
 
 
 def _block_has_reason(lines: list[str], node: ast.AST) -> bool:

@@ -13,7 +13,7 @@ the same formulas Keras uses to shape the weights (tested against
 
 The estimate, in bytes (`MemoryEstimate.total_bytes`):
 
-    P · (4 + 4 + 4·s)  +  2 · B · A · a
+    P · (4 + 4 + 4·s)  +  max(2 · B · A · a,  D · K · a)
 
 - `P` parameters, held as float32 (4 bytes; Keras keeps float32 variables
   under a mixed-precision policy too), one float32 gradient each (4 bytes;
@@ -28,6 +28,14 @@ The estimate, in bytes (`MemoryEstimate.total_bytes`):
   unless `train.mixed_precision` asks for a 16-bit policy (2) — `auto` counts
   4, since it is float32 on a CPU. The factor 2 is the backward pass, whose
   gradients of the activations are as large as the activations.
+- `K` floats per example that decoding holds at once (`Part.decoding`): a
+  run that scores translations decodes its validation sources after training
+  (`Seq2SeqBuilder.evaluate`), and a Transformer's decoder keeps each block's
+  self-attention keys and values for `max_length` positions, whatever the
+  targets' length (`decoder_cache`); `D` sources are decoded at once
+  (`decode_batch`: `train.batch_size`, at least `DECODE_BATCH`, at most the
+  validation split). Training's activations are freed by then, so the larger
+  of the two counts, beside the weights and the optimiser's state, which stay.
 
 It leaves out the framework itself (already loaded when the check runs, so
 already out of the free memory the budget is a fraction of), the data (the
@@ -66,6 +74,7 @@ SLOT_BYTES = 4
 # Optimiser state per weight, as `builder_ui.builders.prepare.make_optimizer` makes them.
 OPTIMIZER_SLOTS = {"adam": 2, "adamw": 2, "rmsprop": 1, "sgd": 0}
 BACKWARD_FACTOR = 2  # the activations, and their gradients in the backward pass
+DECODE_BATCH = 256  # the fewest validation sources a run decodes at once, to score them
 MEMINFO = Path("/proc/meminfo")
 
 _UNITS = {
@@ -99,12 +108,15 @@ class Part:
             (`model.encoder.units`): the one a refusal names.
         parameters: Its weights, exactly as Keras will create them.
         activations: Floats per example it keeps for the backward pass.
+        decoding: Floats per example it holds at once while the trained model
+            decodes (a Transformer decoder's key/value cache), 0 for none.
     """
 
     name: str
     field: str
     parameters: int
     activations: int = 0
+    decoding: int = 0
 
 
 @dataclass(frozen=True)
@@ -116,12 +128,14 @@ class MemoryEstimate:
         batch_size: `train.batch_size`.
         optimizer: `train.optimizer`.
         activation_bytes: Bytes per activation (4, or 2 under a 16-bit policy).
+        decode_batch: Examples decoded at once after training (`decode_batch`).
     """
 
     parts: tuple[Part, ...]
     batch_size: int
     optimizer: str
     activation_bytes: int = 4
+    decode_batch: int = 0
 
     @property
     def parameters(self) -> int:
@@ -147,13 +161,21 @@ class MemoryEstimate:
         return BACKWARD_FACTOR * self.batch_size * floats * self.activation_bytes
 
     @property
+    def decode_memory(self) -> int:
+        """What decoding `decode_batch` examples at once holds, in bytes (0 without a decoder)."""
+        floats = sum(part.decoding for part in self.parts)
+        return self.decode_batch * floats * self.activation_bytes
+
+    @property
     def total_bytes(self) -> int:
-        return self.parameter_bytes + self.activation_memory
+        """The weights and their state, and the larger of training's and decoding's tensors."""
+        return self.parameter_bytes + max(self.activation_memory, self.decode_memory)
 
     def part_bytes(self, part: Part) -> int:
         return (
             part.parameters * self.bytes_per_parameter
             + BACKWARD_FACTOR * self.batch_size * part.activations * self.activation_bytes
+            + self.decode_batch * part.decoding * self.activation_bytes
         )
 
     def driving_field(self) -> str:
@@ -164,16 +186,25 @@ class MemoryEstimate:
         return max(by_field, key=by_field.get) if by_field else "model"
 
     def describe(self) -> str:
-        """`about 66.3 GB (4,057,664,082 parameters: 64.9 GB for ...; activations ...: 1.3 GB)`."""
+        """`about 66.3 GB (4,057,664,082 parameters: 64.9 GB for ...; activations ...: 1.3 GB)`.
+
+        A model that decodes after training ends with what decoding holds:
+        `...; decoding 200 examples at once: 215 GB)`.
+        """
         slots = self.optimizer_slots
         state = (
             f" and {self.optimizer}'s {slots} slot{'s' if slots != 1 else ''} each" if slots else ""
+        )
+        decoding = (
+            f"; decoding {self.decode_batch} examples at once: {format_bytes(self.decode_memory)}"
+            if self.decode_memory
+            else ""
         )
         return (
             f"about {format_bytes(self.total_bytes)} ({self.parameters:,} parameters: "
             f"{format_bytes(self.parameter_bytes)} for the weights, their gradients{state}; "
             f"activations of one batch of {self.batch_size}: "
-            f"{format_bytes(self.activation_memory)})"
+            f"{format_bytes(self.activation_memory)}{decoding})"
         )
 
 
@@ -251,20 +282,31 @@ def memory_budget(environ: Mapping[str, str] | None = None) -> Budget:
     return Budget(int(free * fraction), f"{share} of the {format_bytes(free)} of free memory")
 
 
+def decode_batch(batch_size: int, num_val: int | None = None) -> int:
+    """The validation sources a run decodes at once: `batch_size`, at least `DECODE_BATCH`,
+    at most `num_val` (the validation split, when known)."""
+    batch = max(batch_size, DECODE_BATCH)
+    return batch if num_val is None else max(1, min(batch, int(num_val)))
+
+
 def estimate(spec: Any, builder: Any, task: Any) -> MemoryEstimate | None:
     """The memory of training `spec`'s model on `task`, or None if its builder cannot tell.
 
     Args:
         spec: The validated `ExperimentSpec`.
         builder: Its `ModelBuilder`.
-        task: The task's `TaskData` (only its `inputs` and `targets` shapes are read).
+        task: The task's `TaskData` (its `inputs` and `targets` shapes are read, and
+            `num_val`, the most sources decoded at once, when it has one).
     """
     parts = builder.estimate(spec.model, task)
     if parts is None:
         return None
     train = spec.train
     half = train.mixed_precision in ("mixed_float16", "mixed_bfloat16")
-    return MemoryEstimate(tuple(parts), train.batch_size, train.optimizer, 2 if half else 4)
+    decoding = decode_batch(train.batch_size, getattr(task, "num_val", None))
+    return MemoryEstimate(
+        tuple(parts), train.batch_size, train.optimizer, 2 if half else 4, decoding
+    )
 
 
 def field_value(spec: Any, path: str) -> Any:
@@ -359,3 +401,16 @@ def block_activations(length: int, width: int, ff_dim: int) -> int:
 def attention_scores(heads: int, queries: int, keys: int) -> int:
     """Floats per example of the scores and the softmax weights, `heads × Tq × Tv` each."""
     return 2 * heads * queries * keys
+
+
+def decoder_cache(max_length: int, width: int, heads: int, source_length: int) -> int:
+    """Floats per example one Transformer decoder block holds at a decoding step.
+
+    Its self-attention keys and values over `max_length` positions (`width`
+    each), twice while the step writes position t (`ops.where` makes new
+    ones), the cross-attention keys and values of the source, and the step's
+    scores and weights over the cache (`keras_seq.layers.TransformerDecoderBlock.
+    decode_step`). The position table a step reads, `max_length × width` once
+    rather than per example, is left out: it is smaller than one example's cache.
+    """
+    return 2 * 2 * max_length * width + 2 * source_length * width + 2 * heads * max_length

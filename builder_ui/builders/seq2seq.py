@@ -235,7 +235,7 @@ class Seq2SeqBuilder(ModelBuilder):
         metrics = prepared.keras_metrics(model)
         task = prepared.task
         decode = compile_decoder(model, task.targets.length)
-        batch = max(prepared.spec.train.batch_size, 256)
+        batch = memory.decode_batch(prepared.spec.train.batch_size)  # as the estimate counts
         outputs = [
             keras.ops.convert_to_numpy(decode(task.x_val[start : start + batch]).ids)
             for start in range(0, len(task.x_val), batch)
@@ -350,4 +350,7 @@ def _transformer_parts(params, task):
         ]
     if arch.norm_first:
         parts.append(memory.Part("layer_norms", field, 2 * memory.layer_norm(d)))
+    # `evaluate` decodes the validation sources; each block's cache covers `max_length`.
+    cache = layers * memory.decoder_cache(arch.max_length, d, heads, source)
+    parts.append(memory.Part("decoder_cache", "model.architecture.max_length", 0, 0, cache))
     return [*parts, _output_part(d, field, task)]

@@ -507,7 +507,8 @@ def preflight(spec: Any) -> Any:
     which makes the data), the distribution and precision against the backend and device, and
     the `tensorboard` package when TensorBoard logs are asked for, and the
     model's memory estimate against the budget (`memory.check_budget`:
-    counted from the fields, before any weight exists). A sweep can check
+    counted from the fields, before any weight exists; training, and for a
+    translator the decoding that scores it). A sweep can check
     all its trials this way before it queues any.
 
     Raises:

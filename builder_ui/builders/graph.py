@@ -21,8 +21,11 @@ blocks, ports, references, cycles, nodes that lead nowhere) is the pydantic
 model's, without Keras, so `load_spec` refuses a miswired graph with the path of
 the field (`model.nodes[3].inputs.query`). The parameters and shapes need the
 layers and the task: `GraphBuilder.check` walks the graph symbolically
-(`graph_shapes.walk`), so `prepare` refuses what a layer refuses, in its own
-words. `graph_report(document)` gives the canvas all of it at once: every
+(`graph_shapes.walk`), then runs what `model.fit` runs on one batch, still
+symbolically (`graph_fit.fit_problems`: each layer's `call` as training calls
+it, the Output against the task's targets for the compiled loss), so `prepare`
+refuses what a layer or the loss would refuse, in its own words, at the node's
+path. `graph_report(document)` gives the canvas all of it at once: every
 node's output shape, every edge's shape, the errors by node id and the
 parameter count, without training or allocating any weights.
 """
@@ -40,7 +43,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from builder_ui.builders import graph_blocks, graph_shapes, memory, registry, sequence
+from builder_ui.builders import graph_blocks, graph_fit, graph_shapes, memory, registry, sequence
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.seq2seq import Seq2SeqBuilder
@@ -121,9 +124,12 @@ class GraphBuilder(ModelBuilder):
     description = "Blocks wired port to port on the canvas: any layers, from Input to Output."
 
     def check(self, params, task):
-        """The layers' refusals of their parameters and inputs, as `(field, message)`."""
-        walk = graph_shapes.walk(plain_nodes(params), task, symbolic=True)
-        return [(problem.path, problem.message) for problem in walk.problems]
+        """The layers' refusals of their parameters and inputs, and what `model.fit` would
+        refuse on one batch (`graph_fit`), as `(field, message)` at each node's path."""
+        nodes = plain_nodes(params)
+        walk = graph_shapes.walk(nodes, task, symbolic=True)
+        problems = walk.problems or _fit_problems(nodes, task, walk)
+        return [(problem.path, problem.message) for problem in problems]
 
     def estimate(self, params, task):
         """Each node's weights, counted by its layer built symbolically, and its output's size.
@@ -193,6 +199,15 @@ _SEQ2SEQ = Seq2SeqBuilder()
 
 def _translates(task: Any) -> bool:
     return task.targets.kind == "sequence"
+
+
+def _fit_problems(
+    nodes: list[dict[str, Any]], task: Any, walk: graph_shapes.Walk
+) -> list[graph_shapes.NodeProblem]:
+    """`graph_fit.fit_problems` with the loss a graph is compiled with (a translating graph's
+    is its decoder's: none to check against the Output)."""
+    loss = None if _translates(task) else ModelBuilder().compile_args(None, task)["loss"]
+    return graph_fit.fit_problems(nodes, task, walk, loss)
 
 
 def _decoder_node(nodes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -379,7 +394,7 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
     walk = graph_shapes.Walk()
     if task is not None and len(usable) == len(nodes) and usable:
         walk = graph_shapes.walk(usable, task, symbolic=True)
-        for problem in walk.problems:
+        for problem in walk.problems or _fit_problems(usable, task, walk):
             errors.setdefault(problem.node_id or "spec", problem.message)
     shapes = {node_id: walk.shape_text(node_id) for node_id in walk.tensors}
     edges = [

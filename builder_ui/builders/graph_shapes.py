@@ -393,7 +393,8 @@ def _head(node_id: str, task: Any) -> Any:
     return keras.layers.Dense(targets.output_dim, dtype="float32", name=node_id)
 
 
-def _call(item: Any, layer: Any, node: Mapping[str, Any], tensors: dict[str, Any]) -> Any:
+def call_block(item: Any, layer: Any, node: Mapping[str, Any], tensors: dict[str, Any]) -> Any:
+    """Call a node's layer on the tensors of the nodes its ports read, port by port."""
     inputs = node.get("inputs", {})
     if item.variadic:
         return layer([tensors[source] for source in inputs[item.variadic[0]]])
@@ -402,7 +403,8 @@ def _call(item: Any, layer: Any, node: Mapping[str, Any], tensors: dict[str, Any
     return layer(*positional, **keywords)
 
 
-def _given_shapes(item: Any, node: Mapping[str, Any], tensors: dict[str, Any]) -> str:
+def given_shapes(item: Any, node: Mapping[str, Any], tensors: dict[str, Any]) -> str:
+    """`query (None, 6, 4); value (None, 6, 8)`: the shapes a node's ports are given."""
     parts = []
     for port, value in node.get("inputs", {}).items():
         shapes = ", ".join(shape_text(tensors[source].shape) for source in _sources(value))
@@ -435,11 +437,11 @@ def _compute(node: Mapping[str, Any], task: Any, tensors: dict[str, Any]) -> _Ou
         except (ValueError, TypeError) as error:
             return _Outcome(None, None, (("params", f"{_label(node)}: {layer_words(error)}"),))
     try:
-        return _Outcome(_call(item, layer, node, tensors), layer)
+        return _Outcome(call_block(item, layer, node, tensors), layer)
     except Exception as error:  # the layer's own refusal of its inputs, whatever its type
         ports = list(node.get("inputs", {}))
         where = f"inputs.{ports[0]}" if len(ports) == 1 else "inputs"
-        given = _given_shapes(item, node, tensors)
+        given = given_shapes(item, node, tensors)
         return _Outcome(None, None, ((where, f"{_label(node)} on {given}: {layer_words(error)}"),))
 
 
@@ -632,14 +634,14 @@ def walk(
         for index in todo:
             _step(index, nodes[index], task, result, cached=False)
         return result
-    with _unallocated():
+    with unallocated():
         for index in todo:
             _step(index, nodes[index], task, result, cached=True)
     return result
 
 
 @contextlib.contextmanager
-def _unallocated():
+def unallocated():
     """A `keras.StatelessScope` whose variables stay shapes only, and are then forgotten.
 
     Keras keeps a list of the variables created uninitialised in a stateless

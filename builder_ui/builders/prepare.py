@@ -306,7 +306,8 @@ def prepare(spec: ExperimentSpec | Any) -> Prepared:
 
     Order: the spec's fields (`load_spec` if given a path, text or dict), the
     model's input and target kinds against the task's, the task's data, the
-    builder's own checks on that data (sizes, divisibility, ...), and the
+    builder's own checks on that data (sizes, divisibility, ...; for a `graph`, what
+    `model.fit` would refuse on one batch, run symbolically: `graph_fit`), and the
     early-stopping metric, and the schedule and label smoothing against the
     model and the data (a warm-up longer than the run, a width to take, a
     target to smooth). Nothing is built or trained here.

@@ -14,7 +14,7 @@
                      [--batch-size N] [--runs DIR]
     keras-seq resume RUN|SWEEP [--runs DIR]
     keras-seq schema [--out FILE]
-    keras-seq validate SPEC [--set FIELD=VALUE ...]
+    keras-seq validate SPEC [--set FIELD=VALUE ...] [--memory-budget SIZE]
 
 Every command takes `--verbose`, which shows TensorFlow's native start-up
 lines (hidden by default, see `builder_ui.engine.native_logs`).
@@ -918,23 +918,55 @@ def _run_schema(args: argparse.Namespace) -> int:
 def _configure_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", type=Path, metavar="SPEC", help="experiment spec (.yaml or .json)")
     _add_set_argument(parser)
+    _add_memory_budget_argument(parser)
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    """Run every check `train` and `sweep` run before training (data included); train nothing."""
+    """Run every check `train` and `sweep` run before training (data included); train nothing.
+
+    The checks include what `model.fit` would refuse on one batch (for a graph, each block's
+    call as training runs it and the Output against the targets, symbolically) and the
+    memory estimate against the budget. A valid spec is printed with each trial's parameter
+    count and memory estimate, and the budget they are within.
+    """
+    _pass_memory_budget(args)
     spec = load_spec_argument(args)
 
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.engine.executors import plan_sweep
+    from builder_ui.builders import memory, sweeps
+    from builder_ui.engine.executors import trial_estimates
+    from builder_ui.specs import shown
 
-    trials = plan_sweep(spec)
+    trials = sweeps.trials(spec)
+    estimates = trial_estimates(trials)
     what = f"model {spec.model.type!r} on task {spec.task.type!r}"
     if spec.sweep is not None and spec.sweep.method == "bayes":
         what += f", {spec.sweep.num_trials} trials chosen from {len(trials)} combinations"
     elif spec.sweep is not None:
         what += f", {len(trials)} trials"
     print(f"{args.spec}: valid ({what})")
+    budget = memory.memory_budget()
+    if spec.sweep is None:
+        print(f"  {_estimate_line(estimates[0], spec.model.type, detailed=True)}")
+    else:
+        for trial, found in zip(trials, estimates, strict=True):
+            label = ", ".join(f"{key}={shown(value)}" for key, value in trial.values.items())
+            print(f"  trial {trial.index} ({label}): {_estimate_line(found, spec.model.type)}")
+    if any(found is not None for found in estimates):
+        within = "within " if budget.bytes is not None else ""
+        print(f"  {within}{budget.describe()}")
     return EXIT_OK
+
+
+def _estimate_line(found, model_type: str, detailed: bool = False) -> str:
+    """`1,234 parameters; training needs about 45.1 kB (...)`, or why there is no estimate."""
+    if found is None:
+        return f"parameters and memory not estimated (model type {model_type!r} gives no estimate)"
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.builders.memory import format_bytes
+
+    needs = found.describe() if detailed else f"about {format_bytes(found.total_bytes)}"
+    return f"{found.parameters:,} parameters; training needs {needs}"
 
 
 COMMANDS: tuple[Command, ...] = (

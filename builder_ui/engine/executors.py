@@ -54,7 +54,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from builder_ui.builders import load_spec, sweeps
+from builder_ui.builders import load_spec, memory, sweeps
 from builder_ui.engine import devices, interrupts, remote, search, train, tune_search
 from builder_ui.engine import storage as transfer
 from builder_ui.engine.store import RunRecord, RunStore
@@ -96,12 +96,15 @@ class SweepResult:
         return all(record.status == "done" for record in self.records)
 
 
-def check_trial(spec: Any) -> None:
+def check_trial(spec: Any) -> memory.MemoryEstimate | None:
     """Everything `engine.run` checks before it writes, for one trial; raises `SpecError`.
 
-    The same checks as `train.preflight` (fields, data, device, memory budget).
+    The same checks as `train.preflight` (fields, data, device, what `model.fit` would
+    refuse, memory budget). Returns the trial's memory estimate, with its parameter count
+    (None when its model type gives none).
     """
-    train.preflight(spec)
+    prepared = train.preflight(spec)
+    return memory.estimate(prepared.spec, prepared.builder, prepared.task)
 
 
 def plan_sweep(spec: Any) -> list[Any]:
@@ -132,10 +135,18 @@ def plan_trials(spec: Any) -> list[sweeps.Trial]:
 def check_trials(trials: Sequence[sweeps.Trial]) -> list[sweeps.Trial]:
     """`trials` (from `sweeps.trials`), once each is checked as `engine.run` would check it;
     raises as `plan_trials` does."""
+    trial_estimates(trials)
+    return list(trials)
+
+
+def trial_estimates(trials: Sequence[sweeps.Trial]) -> list[memory.MemoryEstimate | None]:
+    """Each trial checked as `engine.run` would check it (`check_trial`), and its memory
+    estimate, in order; raises as `plan_trials` does."""
     problems: list[tuple[str, str]] = []
+    estimates = []
     for trial in trials:
         try:
-            check_trial(trial.spec)
+            estimates.append(check_trial(trial.spec))
         except SpecError as error:
             if not trial.values:
                 raise
@@ -146,7 +157,7 @@ def check_trials(trials: Sequence[sweeps.Trial]) -> list[sweeps.Trial]:
             ]
     if problems:
         raise SpecError(problems)
-    return list(trials)
+    return estimates
 
 
 def run_sweep(
@@ -572,4 +583,5 @@ __all__ = [
     "plan_sweep",
     "resume_sweep",
     "run_sweep",
+    "trial_estimates",
 ]

@@ -284,8 +284,8 @@ def test_set_overrides_fields_before_validation(tmp_path, capsys):
     assert "--set expects FIELD=VALUE" in capsys.readouterr().err
     argv = ["validate", str(path), "--set", "model.encoder.cell=lstm", "--set", "train.seed=5"]
     assert cli.main(argv) == 0
-    assert capsys.readouterr().out == (
-        f"{path}: valid (model 'sequence_classifier' on task 'long_lag')\n"
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"{path}: valid (model 'sequence_classifier' on task 'long_lag')"
     )
 
 
@@ -307,7 +307,9 @@ def test_set_switches_a_seq2seq_spec_to_the_transformer(tmp_path, capsys, versio
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
     argv = ["validate", str(path), "--set", "model.architecture=transformer"]
     assert cli.main(argv) == 0, capsys.readouterr().err
-    assert capsys.readouterr().out == f"{path}: valid (model 'seq2seq' on task 'reverse')\n"
+    assert capsys.readouterr().out.startswith(
+        f"{path}: valid (model 'seq2seq' on task 'reverse')\n"
+    )
     argv = ["validate", str(path), "--set", "model.architecture.num_heads=3"]
     assert cli.main(argv) == 2
     assert "model.architecture.num_heads: unknown field" in capsys.readouterr().err

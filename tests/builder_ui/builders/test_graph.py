@@ -449,7 +449,11 @@ def test_keras_seq_validate_accepts_a_graph_and_names_a_bad_block(tmp_path, caps
     path = tmp_path / "graph.yaml"
     path.write_text(yaml.safe_dump(document(STACK)), encoding="utf-8")
     assert cli.main(["validate", str(path)]) == 0
-    assert capsys.readouterr().out == f"{path}: valid (model 'graph' on task 'long_lag')\n"
+    first, count, budget = capsys.readouterr().out.splitlines()
+    assert first == f"{path}: valid (model 'graph' on task 'long_lag')"
+    _, model = built(STACK)  # Keras' own count of the weights
+    assert count.startswith(f"  {model.count_params():,} parameters; training needs about ")
+    assert budget.startswith("  within the memory budget of ")
     bad = document(with_node(2, node("encoder", "LSTM", "embedding", units=0)))
     path.write_text(yaml.safe_dump(bad), encoding="utf-8")
     assert cli.main(["validate", str(path)]) == 2

@@ -797,7 +797,7 @@ def _run_export(args: argparse.Namespace) -> int:
             raise InputError(str(error)) from None
         print(path)
         if args.format == "savedmodel" and args.out is None:
-            print(store.artifact_path(args.run, export.SAVEDMODEL_ZIP))
+            print(path.parent / export.SAVEDMODEL_ZIP)  # the zip beside the SavedModel
     return EXIT_OK
 
 

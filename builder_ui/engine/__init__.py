@@ -3,6 +3,7 @@
 - `train`: `run(spec, store=...)`, one training with `model.fit`, each epoch
   recorded and checkpointed (the pipeline and callback order are in its docstring).
 - `store`: `RunStore`, the SQLite run store (runs, epochs, artifacts, statuses).
+- `artifacts`: a run's recorded files read back, only from inside the run's own folder.
 - `progress`: progress callbacks, the terminal bar, messages across processes.
 - `queue`: `JobQueue`, the app's training queue, one worker per device slot.
 - `worker`: the training process a slot's runs train in.

@@ -38,7 +38,9 @@
 Only a `done` run has a model: a diverged, failed or cancelled run exports
 nothing. Every file is written to a temporary name and renamed into place, and
 recorded as an artifact of the run (`RunStore.set_artifact`). `out=` also
-copies the export there (atomically too).
+copies the export there (atomically too). A recorded path is read only inside the
+run's own folder (`artifact`, `builder_ui.engine.artifacts`): a record naming another
+file is refused, naming the run and the field.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ import numpy as np
 
 from builder_ui import files
 from builder_ui.builders import load_spec, load_task
-from builder_ui.engine import devices
+from builder_ui.engine import artifacts, devices
 from builder_ui.engine.store import RunNotFoundError, RunStore
 from builder_ui.engine.train import MODEL_FILE, VOCABULARIES_FILE
 from builder_ui.results import onnx_litert
@@ -107,12 +109,18 @@ def finished_record(store: RunStore, run_id: str):
             f"Run {run_id!r} is {record.status!r}: only a finished ('done') run can be "
             f"exported; {why}."
         )
-    if (
-        MODEL_FILE not in record.artifacts
-        or not (store.directory / record.artifacts[MODEL_FILE]).is_file()
-    ):
+    if MODEL_FILE not in record.artifacts or not artifact(store, run_id, MODEL_FILE).is_file():
         raise ExportError(f"Run {run_id!r} is done but its {MODEL_FILE} is missing from the store.")
     return record
+
+
+def artifact(store: RunStore, run_id: str, name: str) -> Path:
+    """The run's artifact `name`, or an `ExportError` if its recorded path leads out of the
+    run's folder (`builder_ui.engine.artifacts`)."""
+    try:
+        return artifacts.artifact_path(store, run_id, name)
+    except artifacts.ArtifactError as error:
+        raise ExportError(str(error)) from None
 
 
 def load_trained_model(store: RunStore, run_id: str) -> Any:
@@ -123,7 +131,7 @@ def load_trained_model(store: RunStore, run_id: str) -> Any:
     import keras_seq  # noqa: F401 - registers keras_seq's layers and models for loading
 
     finished_record(store, run_id)
-    path = store.artifact_path(run_id, MODEL_FILE)
+    path = artifact(store, run_id, MODEL_FILE)
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except Exception as error:  # a damaged or foreign file: say which and why, no traceback
@@ -150,7 +158,7 @@ def stored_task(store: RunStore, run_id: str) -> Any:
     record = store.get(run_id, history=False)
     if VOCABULARIES_FILE not in record.artifacts:
         return None
-    path = store.artifact_path(run_id, VOCABULARIES_FILE)
+    path = artifact(store, run_id, VOCABULARIES_FILE)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         return _task_from_document(document)
@@ -236,7 +244,7 @@ def export(
     target = None if out is None else _out_path(Path(out), format, force)
     record = finished_record(store, run_id)
     if format == "keras":
-        path = store.artifact_path(run_id, MODEL_FILE)
+        path = artifact(store, run_id, MODEL_FILE)
     elif format == "savedmodel":
         path = _export_savedmodel(store, record)
     elif format == "python":
@@ -329,7 +337,7 @@ def _export_savedmodel(store: RunStore, record) -> Path:
             f"Run {record.id!r}: the model could not be exported as a SavedModel with the "
             f"{keras.backend.backend()} backend: {type(error).__name__}: {error}"
         ) from error
-    directory = store.artifact_path(record.id, SAVEDMODEL_DIR)
+    directory = artifact(store, record.id, SAVEDMODEL_DIR)
     with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{SAVEDMODEL_ZIP}") as zip_path:
         base = zip_path.with_suffix("")
         archive = shutil.make_archive(
@@ -425,7 +433,7 @@ def _export_runtime(store: RunStore, record, format: str, batch_size: int | None
             f"Run {record.id!r}: the model could not be exported as {label}: "
             f"{type(error).__name__}: {first[0][:500]}"
         ) from error
-    return store.artifact_path(record.id, name)
+    return artifact(store, record.id, name)
 
 
 # --- Python -----------------------------------------------------------------------------------
@@ -443,7 +451,7 @@ def _export_python(store: RunStore, record) -> Path:
         raise ExportError(f"Run {record.id!r}: {error}") from error
     with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{PYTHON_FILE}") as path:
         path.write_text(source, encoding="utf-8")
-    return store.artifact_path(record.id, PYTHON_FILE)
+    return artifact(store, record.id, PYTHON_FILE)
 
 
 def _docstring(record, model) -> str:
@@ -481,6 +489,7 @@ __all__ = [
     "FORMATS",
     "SUFFIXES",
     "ExportError",
+    "artifact",
     "check_format",
     "export",
     "finished_record",

@@ -23,6 +23,7 @@ import yaml
 
 from builder_ui.app.context import AppContext, AppError
 from builder_ui.builders.graph import translates
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import (
     MAX_TAGS_PER_RUN,
     STATUSES,
@@ -509,7 +510,10 @@ def bleu_table(ctx: AppContext, run_id: str):
     if not translates(record.spec):
         raise AppError(f"Run {run_id} is not a seq2seq run; BLEU by length needs a translator.")
     if BLEU_ARTIFACT in record.artifacts:
-        path = ctx.store.directory / record.artifacts[BLEU_ARTIFACT]
+        try:
+            path = artifacts.artifact_path(ctx.store, run_id, BLEU_ARTIFACT)
+        except artifacts.ArtifactError as error:
+            raise AppError(str(error)) from None
         if path.is_file():
             return pd.read_csv(path)
     model, task = ctx.model(run_id), ctx.task(run_id)

@@ -306,7 +306,7 @@ def _existing_store(args: argparse.Namespace):
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.engine.store import DB_NAME
 
-    if not (args.runs / DB_NAME).is_file():
+    if not (args.runs / DB_NAME).exists():  # a directory there: the store says so
         raise InputError(f"no run store in {str(args.runs)!r} (no {DB_NAME}); pass --runs DIR")
     return open_store(args.runs)
 
@@ -348,12 +348,12 @@ def _guarded(run: Callable[[argparse.Namespace], int]):
 
     def wrapper(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-        from builder_ui.engine.store import RunNotFoundError, StatusError
+        from builder_ui.engine.store import RunNotFoundError, StatusError, StoreError
         from builder_ui.specs import SpecError
 
         try:
             return run(args)
-        except (InputError, SpecError, RunNotFoundError, StatusError) as error:
+        except (InputError, SpecError, RunNotFoundError, StatusError, StoreError) as error:
             return _fail(args, str(error))
         except OSError as error:  # an unreadable or unwritable path given on the command line
             return _fail(args, f"{error.strerror or error}: {error.filename or ''}".rstrip(": "))
@@ -581,7 +581,7 @@ def _run_runs(args: argparse.Namespace) -> int:
     edit = next((name for name in RUN_EDITS if getattr(args, name) is not None), None)
     if edit is not None:
         return _edit_run(args, edit)
-    if not (args.runs / DB_NAME).is_file():
+    if not (args.runs / DB_NAME).exists():  # a directory there: the store says so
         if args.compare:
             raise InputError(f"no run store in {str(args.runs)!r}; pass --runs DIR")
         print(f"No runs in {args.runs}.")
@@ -605,6 +605,8 @@ def _run_runs(args: argparse.Namespace) -> int:
                 archived=None if args.archived else False,
             )
             table = runs_table(records, store.epoch_counts())
+            for problem in store.unreadable_runs():  # left out of the table
+                print(f"{PROG} runs: warning: {problem}", file=sys.stderr)
     if table.empty:
         print("No runs match.")
     else:

@@ -24,6 +24,7 @@ import json
 import multiprocessing.util
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -184,6 +185,40 @@ def pytest_runtest_makereport(item, call):
             f"{item.nodeid} is not marked large, but {'; '.join(reasons)}. A test that starts "
             f"a process or takes more than {LARGE_SECONDS:.0f} s is `@pytest.mark.large` "
             "(tests/conftest.py)."
+        )
+
+
+# --- Signal handlers left behind ------------------------------------------------------------
+
+# A test that leaves a handler of one of these installed (an app's Ctrl-C handler, a training
+# worker's SIG_IGN) changes what every later test in its process sees: Ctrl-C tests then fail
+# far from the cause, in some orders only. Each test must put back what it found.
+_GUARDED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGUSR1") if hasattr(signal, name)
+)
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_put_back(request):
+    """Fail a test (at teardown) that leaves a signal handler changed, and put it back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {signum: signal.getsignal(signum) for signum in _GUARDED_SIGNALS}
+    yield
+    changed = {
+        signal.Signals(signum).name: (handler, signal.getsignal(signum))
+        for signum, handler in before.items()
+        if signal.getsignal(signum) != handler
+    }
+    for signum, handler in before.items():
+        if handler is not None:  # None: set outside Python, cannot be put back from here
+            signal.signal(signum, handler)
+    if changed:
+        pytest.fail(
+            f"{request.node.nodeid} left signal handlers changed (name: before, after): "
+            f"{changed}; a test must put back the handlers it or the code it runs installs.",
+            pytrace=False,
         )
 
 

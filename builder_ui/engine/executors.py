@@ -434,42 +434,44 @@ def _worker_env() -> dict[str, str]:
 @contextlib.contextmanager
 def _ray_session(ray, address, num_cpus):
     """Ray initialised (joined, or started and stopped here); yields the channel and the request."""
-    started_here = False
-    if not ray.is_initialized():
-        options: dict[str, Any] = {
-            "log_to_driver": False,
-            "runtime_env": {"env_vars": _worker_env()},
-        }
-        if address is not None:
-            options["address"] = address
-        else:
-            # A new instance of our own: without "local", ray.init() joins whatever
-            # RAY_ADDRESS or <RAY_TMPDIR>/ray/ray_current_cluster names, even a dead cluster.
-            options.update(address="local", num_cpus=num_cpus, include_dashboard=False)
+    # ray.init leaves its SIGTERM handler (sys.exit) installed: put back what was there.
+    with interrupts.handlers_kept():
+        started_here = False
+        if not ray.is_initialized():
+            options: dict[str, Any] = {
+                "log_to_driver": False,
+                "runtime_env": {"env_vars": _worker_env()},
+            }
+            if address is not None:
+                options["address"] = address
+            else:
+                # A new instance of our own: without "local", ray.init() joins whatever
+                # RAY_ADDRESS or <RAY_TMPDIR>/ray/ray_current_cluster names, even a dead cluster.
+                options.update(address="local", num_cpus=num_cpus, include_dashboard=False)
+            try:
+                ray.init(**options)
+            except Exception as error:
+                where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+                raise ExecutorError(
+                    f"Could not start {where}: {type(error).__name__}: {error}"
+                ) from None
+            started_here = True
+        elif address is not None or num_cpus is not None:
+            raise ValueError(
+                "Received an invalid value for argument `address`/`num_cpus`: Ray is already "
+                "initialised in this process; call ray.shutdown() first or leave them unset."
+            )
+        channel = None
         try:
-            ray.init(**options)
-        except Exception as error:
-            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
-            raise ExecutorError(
-                f"Could not start {where}: {type(error).__name__}: {error}"
-            ) from None
-        started_here = True
-    elif address is not None or num_cpus is not None:
-        raise ValueError(
-            "Received an invalid value for argument `address`/`num_cpus`: Ray is already "
-            "initialised in this process; call ray.shutdown() first or leave them unset."
-        )
-    channel = None
-    try:
-        resources = ray.cluster_resources()
-        request = {"num_gpus": 1} if resources.get("GPU", 0) >= 1 else {"num_cpus": 1}
-        channel = _channel(ray)
-        yield channel, request
-    finally:
-        if channel is not None:
-            channel.shutdown()
-        if started_here:
-            ray.shutdown()
+            resources = ray.cluster_resources()
+            request = {"num_gpus": 1} if resources.get("GPU", 0) >= 1 else {"num_cpus": 1}
+            channel = _channel(ray)
+            yield channel, request
+        finally:
+            if channel is not None:
+                channel.shutdown()
+            if started_here:
+                ray.shutdown()
 
 
 def _run_ray(ray, store, run_ids, callbacks, address, num_cpus, storage) -> list[RunRecord]:

@@ -77,4 +77,35 @@ def remembered() -> Iterator[None]:
             _PRESSED.clear()
 
 
-__all__ = ["pressed", "raise_if_pressed", "remembered", "watching"]
+# The handlers a library may install in the main thread and leave behind.
+KEPT_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGUSR1") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def handlers_kept() -> Iterator[None]:
+    """Put back the process's SIGINT, SIGTERM and SIGUSR1 handlers when the block ends.
+
+    For libraries that install handlers in the main thread and leave them there:
+    `ray.init` sets a SIGTERM handler that calls `sys.exit`, and Ray Tune's `Tuner.fit`
+    one for SIGINT and SIGUSR1 that logs "ending Ray Tune run" and raises nothing. Left
+    behind, the next Ctrl-C in the process after a Tune sweep was swallowed and
+    `remembered()`, which replaces only Python's own handler, stood aside: training that
+    followed in the same process (a session calling `run_sweep` again, the next test of a
+    pytest worker) went on to the end through Ctrl-C. Inside the block the library's
+    handlers stay (Ray's SIGTERM handler ends a driver cleanly while it runs).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread sets handlers: a library installs none from here
+        return
+    kept = {signum: signal.getsignal(signum) for signum in KEPT_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in kept.items():
+            if handler is not None:  # None: set outside Python, which cannot set it back
+                signal.signal(signum, handler)
+
+
+__all__ = ["handlers_kept", "pressed", "raise_if_pressed", "remembered", "watching"]

@@ -12,6 +12,9 @@ its own connection. Writes are short transactions, and each epoch is written
 as it ends: a process killed mid-run loses nothing already recorded. When a
 store is opened, runs whose process has died while `running` are marked
 `interrupted` (see `RunStore.recover_interrupted`); the engine can resume them.
+A database SQLite cannot use (damaged, not a database, a directory) raises a
+`StoreError` that names the file and says what to do, and nothing is written; a
+run whose row cannot be read is left out of lists (`RunStore.unreadable_runs`).
 
 A run moves through these states::
 
@@ -189,6 +192,42 @@ class RunNotFoundError(KeyError):
 
 class StatusError(ValueError):
     """A status change the run's current status does not allow."""
+
+
+class StoreError(Exception):
+    """The store's database cannot be used as asked: damaged, not a database, a directory.
+
+    Raised instead of SQLite's own error about the file; the message names the file and says
+    what to do, in one line. Nothing was written: the store is left as it was.
+    """
+
+
+class UnreadableRunError(StoreError):
+    """One run's row cannot be read (malformed JSON, an unknown status); the others can.
+
+    `RunStore.list_runs` leaves such a run out (`RunStore.unreadable_runs` names it); `get`
+    and a list of given `ids` raise this, naming the run and the column.
+    """
+
+
+# SQLite's errors about the database file itself, by result code (`sqlite_errorname`,
+# Python 3.11 and later) or, before, by the words of its message; any other `sqlite3.Error`
+# is a bug here and is raised as it is.
+_FILE_PROBLEMS = (
+    ("SQLITE_CORRUPT", "malformed", "damaged"),
+    ("SQLITE_NOTADB", "not a database", "damaged"),
+    ("SQLITE_CANTOPEN", "unable to open", "unopenable"),
+    ("SQLITE_IOERR", "disk I/O error", "unopenable"),
+)
+
+
+def _file_problem(error: sqlite3.Error) -> str | None:
+    """`"damaged"`, `"unopenable"` (see `_FILE_PROBLEMS`), or None for any other error."""
+    name = getattr(error, "sqlite_errorname", None)
+    for code, words, problem in _FILE_PROBLEMS:
+        if name.startswith(code) if name else words in str(error):
+            return problem
+    return None
 
 
 @dataclass(frozen=True)
@@ -433,10 +472,19 @@ class RunStore:
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._created = False
+        if self.path.is_dir():
+            raise StoreError(
+                f"{str(self.path)!r} is a directory, not a run store database; it was left as "
+                "it is: move it aside to start an empty store here, or use another directory"
+            )
         if self.path.exists():
-            self._open_existing()
-            if recover:
-                self.recover_interrupted()
+            try:
+                self._open_existing()
+                if recover:
+                    self.recover_interrupted()
+            except BaseException:
+                self.close()
+                raise
 
     def _open_existing(self) -> None:
         """Start using the database file (made by this store or another process)."""
@@ -463,15 +511,20 @@ class RunStore:
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
             return conn
-        conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        # In WAL mode, NORMAL is safe against a crash of the process (not of the machine).
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
+        with self._file_errors():
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                # In WAL mode, NORMAL is safe against a crash of the process (not the machine).
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+            except BaseException:
+                conn.close()  # which removes the -wal and -shm files it made for a damaged file
+                raise
         self._local.conn = conn
         self._local.pid = os.getpid()
         with self._connections_lock:
@@ -497,14 +550,48 @@ class RunStore:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the write lock at once (no upgrade deadlocks)."""
         self._create()
-        conn = self._connect()
-        conn.execute("BEGIN IMMEDIATE")
+        with self._file_errors():
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _read(self, query: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """The rows of one query, outside any write transaction (WAL: no lock is taken)."""
+        with self._file_errors():
+            return self._connect().execute(query, tuple(params)).fetchall()
+
+    @contextlib.contextmanager
+    def _file_errors(self) -> Iterator[None]:
+        """SQLite's errors about the database file, raised as a `StoreError` saying what to do."""
         try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            yield
+        except sqlite3.Error as error:
+            problem = _file_problem(error)
+            if problem is None:
+                raise
+            raise StoreError(self._file_message(problem, error)) from error
+
+    def _file_message(self, problem: str, error: sqlite3.Error) -> str:
+        """One line naming the database file, what is wrong with it and what to do."""
+        named = repr(str(self.path))
+        if self.path.is_symlink():
+            named += f" (a symbolic link to {os.readlink(self.path)!r})"
+        if problem == "damaged":
+            return (
+                f"the run store database {named} is damaged or is not a run store ({error}); "
+                f"it was left as it is: restore {DB_NAME} from a backup copy, or move it aside "
+                "to start an empty store"
+            )
+        return (
+            f"the run store database {named} cannot be opened ({error}); it was left as it "
+            "is: check that it is a file you may read and write"
+        )
 
     def _init_schema(self) -> None:
         with self._write() as conn:
@@ -523,12 +610,12 @@ class RunStore:
 
     @property
     def schema_version(self) -> int:
-        row = self._connect().execute("SELECT version FROM schema_version").fetchone()
+        (row,) = self._read("SELECT version FROM schema_version")
         return int(row["version"])
 
     @property
     def journal_mode(self) -> str:
-        return self._connect().execute("PRAGMA journal_mode").fetchone()[0]
+        return self._read("PRAGMA journal_mode")[0][0]
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""
@@ -613,12 +700,17 @@ class RunStore:
         return run_id
 
     def get(self, run_id: str, *, history: bool = True) -> RunRecord:
-        """The record of one run (with its epoch history unless `history=False`)."""
-        row = self._connect().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
+        """The record of one run (with its epoch history unless `history=False`).
+
+        Raises:
+            RunNotFoundError: No such run.
+            UnreadableRunError: Its row cannot be read (malformed JSON, an unknown status).
+        """
+        rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
+        if not rows:
             raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
         return self._record(
-            row, self.history(run_id) if history else (), self._tags([run_id]).get(run_id, ())
+            rows[0], self.history(run_id) if history else (), self._tags([run_id]).get(run_id, ())
         )
 
     def _tags(self, run_ids: list[str] | None = None) -> dict[str, tuple[str, ...]]:
@@ -630,22 +722,26 @@ class RunStore:
             query += f" WHERE run_id IN ({', '.join('?' * len(run_ids))})"
             params = list(run_ids)
         tags: dict[str, list[str]] = {}
-        for run_id, tag in self._connect().execute(query + " ORDER BY tag", params):
+        for run_id, tag in self._read(query + " ORDER BY tag", params):
             tags.setdefault(run_id, []).append(tag)
         return {run_id: tuple(values) for run_id, values in tags.items()}
 
     def exists(self, run_id: str) -> bool:
-        row = self._connect().execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return row is not None
+        return bool(self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)))
 
     def history(self, run_id: str) -> tuple[EpochRecord, ...]:
-        """The recorded epochs of a run, in order."""
-        rows = self._connect().execute(
+        """The recorded epochs of a run, in order (`UnreadableRunError` if one cannot be read)."""
+        rows = self._read(
             "SELECT epoch, metrics, time, seconds FROM epochs WHERE run_id = ? ORDER BY epoch",
             (run_id,),
         )
         return tuple(
-            EpochRecord(row["epoch"], json.loads(row["metrics"]), row["time"], row["seconds"])
+            EpochRecord(
+                row["epoch"],
+                self._json_object(run_id, row["metrics"], f"epoch {row['epoch']}'s metrics"),
+                row["time"],
+                row["seconds"],
+            )
             for row in rows
         )
 
@@ -662,6 +758,9 @@ class RunStore:
         archived: bool | None = None,
     ) -> list[RunRecord]:
         """Runs matching every filter given, oldest first.
+
+        A run whose row cannot be read (malformed JSON, an unknown status) is left out,
+        and `unreadable_runs` says why; one of the `ids` given raises `UnreadableRunError`.
 
         Args:
             status: One status or several.
@@ -703,27 +802,44 @@ class RunStore:
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
         query += " ORDER BY created, id"
-        rows = self._connect().execute(query, params).fetchall()
+        rows = self._read(query, params)
         if limit is not None:
             rows = rows[-limit:] if limit > 0 else []
         tags = self._tags(id_list)
-        records = [
-            self._record(row, self.history(row["id"]) if history else (), tags.get(row["id"], ()))
-            for row in rows
-        ]
+        records = []
+        for row in rows:
+            try:
+                epochs = self.history(row["id"]) if history else ()
+                records.append(self._record(row, epochs, tags.get(row["id"], ())))
+            except UnreadableRunError:
+                if id_list is not None:
+                    raise
         if id_list is not None:
             order = {run_id: i for i, run_id in enumerate(id_list)}
             records.sort(key=lambda record: order[record.id])
         return records
 
+    def unreadable_runs(self) -> list[str]:
+        """Why each run `list_runs` leaves out cannot be read: one line a run, oldest first."""
+        problems = []
+        for row in self._read("SELECT * FROM runs ORDER BY created, id"):
+            try:
+                self._record(row, ())
+            except UnreadableRunError as error:
+                problems.append(str(error))
+        return problems
+
     def _record(
         self, row: sqlite3.Row, history: tuple[EpochRecord, ...], tags: tuple[str, ...] = ()
     ) -> RunRecord:
+        run_id = row["id"]
+        if row["status"] not in STATUSES:
+            raise self._unknown_status(run_id, row["status"])
         return RunRecord(
-            id=row["id"],
+            id=run_id,
             name=row["name"],
             sweep_id=row["sweep_id"],
-            spec=json.loads(row["spec"]),
+            spec=self._json_object(run_id, row["spec"], "spec"),
             status=row["status"],
             created=row["created"],
             started=row["started"],
@@ -733,10 +849,10 @@ class RunStore:
             precision=row["precision"],
             params=row["params"],
             history=history,
-            metrics=json.loads(row["metrics"]),
+            metrics=self._json_object(run_id, row["metrics"], "metrics"),
             wall_time=row["wall_time"],
             examples_per_sec=row["examples_per_sec"],
-            artifacts=json.loads(row["artifacts"]),
+            artifacts=self._json_object(run_id, row["artifacts"], "artifacts"),
             error=row["error"],
             pid=row["pid"],
             host=row["host"],
@@ -744,6 +860,25 @@ class RunStore:
             note=row["note"],
             starred=bool(row["starred"]),
             archived=bool(row["archived"]),
+        )
+
+    def _json_object(self, run_id: str, text: Any, what: str) -> dict[str, Any]:
+        """A column's JSON object, or `UnreadableRunError` naming the run and the column."""
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError) as error:
+            raise self._unreadable(run_id, f"its {what} is not valid JSON ({error})") from None
+        if not isinstance(value, dict):
+            raise self._unreadable(run_id, f"its {what} is {type(value).__name__}, not an object")
+        return value
+
+    def _unknown_status(self, run_id: str, status: Any) -> UnreadableRunError:
+        return self._unreadable(run_id, f"its status {status!r} is none of {', '.join(STATUSES)}")
+
+    def _unreadable(self, run_id: str, problem: str) -> UnreadableRunError:
+        return UnreadableRunError(
+            f"run {run_id!r} in {str(self.path)!r} cannot be read: {problem}; the other runs "
+            f"are not affected: restore {DB_NAME} from a backup copy to get this one back"
         )
 
     # -- changes -------------------------------------------------------------
@@ -797,6 +932,8 @@ class RunStore:
             if row is None:
                 raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
             current = row["status"]
+            if current not in TRANSITIONS:
+                raise self._unknown_status(run_id, current)
             if status not in TRANSITIONS[current]:
                 allowed = sorted(TRANSITIONS[current]) or "nothing (it is final)"
                 raise StatusError(
@@ -923,8 +1060,7 @@ class RunStore:
 
     def all_tags(self) -> list[str]:
         """Every tag some run has, sorted (for a tag filter's menu)."""
-        rows = self._connect().execute("SELECT DISTINCT tag FROM tags ORDER BY tag")
-        return [row[0] for row in rows]
+        return [row[0] for row in self._read("SELECT DISTINCT tag FROM tags ORDER BY tag")]
 
     def _set_mark(self, run_id: str, column: str, value: Any) -> None:
         with self._write() as conn:
@@ -981,7 +1117,7 @@ class RunStore:
             row = conn.execute("SELECT artifacts FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
-            artifacts = json.loads(row["artifacts"])
+            artifacts = self._json_object(run_id, row["artifacts"], "artifacts")
             if path is None:
                 artifacts.pop(name, None)
             else:
@@ -1051,12 +1187,8 @@ class RunStore:
         """Whether the process running `record` is alive; True when it cannot be told."""
         if record.pid is None or record.host != socket.gethostname():
             return True
-        row = (
-            self._connect()
-            .execute("SELECT pid_started FROM runs WHERE id = ?", (record.id,))
-            .fetchone()
-        )
-        return process_alive(record.pid, row["pid_started"] if row else None)
+        rows = self._read("SELECT pid_started FROM runs WHERE id = ?", (record.id,))
+        return process_alive(record.pid, rows[0]["pid_started"] if rows else None)
 
     def recover_interrupted(self) -> list[str]:
         """Mark `running` runs whose process has died as `interrupted`; returns their ids.
@@ -1097,10 +1229,8 @@ class RunStore:
     def sweep_spec(self, sweep_id: str) -> dict[str, Any] | None:
         """The spec recorded for sweep `sweep_id` (a dict), or None (a store from before
         sweeps were recorded, a lab experiment, or no such sweep)."""
-        row = (
-            self._connect().execute("SELECT spec FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
-        )
-        return None if row is None else json.loads(row["spec"])
+        rows = self._read("SELECT spec FROM sweeps WHERE id = ?", (sweep_id,))
+        return json.loads(rows[0]["spec"]) if rows else None
 
     def stopped_sweep(self, sweep_id: str, *, history: bool = False) -> list[RunRecord]:
         """Every trial of sweep `sweep_id`, in order, once none of them is `running`.
@@ -1144,12 +1274,8 @@ class RunStore:
         A cheap sign that the store changed (a run added, ended or deleted), for a view
         that looks often; `list_runs` would read and parse every run to tell.
         """
-        total, ended = (
-            self._connect()
-            .execute(
-                "SELECT COUNT(*), COALESCE(SUM(status NOT IN ('queued', 'running')), 0) FROM runs"
-            )
-            .fetchone()
+        ((total, ended),) = self._read(
+            "SELECT COUNT(*), COALESCE(SUM(status NOT IN ('queued', 'running')), 0) FROM runs"
         )
         return int(total), int(ended)
 
@@ -1159,7 +1285,7 @@ class RunStore:
         What a run actually trained (early stopping, a failure, a resume), read without
         loading every epoch's metrics; compare with the spec's planned `train.epochs`.
         """
-        rows = self._connect().execute("SELECT run_id, COUNT(*) FROM epochs GROUP BY run_id")
+        rows = self._read("SELECT run_id, COUNT(*) FROM epochs GROUP BY run_id")
         return {run_id: count for run_id, count in rows}
 
 

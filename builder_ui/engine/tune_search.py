@@ -35,17 +35,14 @@ Ray Tune is part of the `ray` extra (`pip install keras-seq[ray]`, which asks fo
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import shutil
-import signal
 import tempfile
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from builder_ui.builders import load_spec, sweeps
-from builder_ui.engine import devices, remote, train
+from builder_ui.engine import devices, interrupts, remote, train
 from builder_ui.engine.search import import_optuna
 from builder_ui.engine.store import RunRecord, RunStore
 
@@ -231,7 +228,7 @@ def run_tune_sweep(
                 verbose=0,
             ),
         )
-        with _signal_handlers_kept():
+        with interrupts.handlers_kept():  # Tune leaves its SIGINT handler
             tuner.fit()
         callback.drain()
     finally:
@@ -240,35 +237,6 @@ def run_tune_sweep(
 
 
 # The signals `Tuner.fit` takes in the main thread (Ray's `ray.tune.tune._setup_signal_catching`).
-_TUNE_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGUSR1") if hasattr(signal, name)
-)
-
-
-@contextlib.contextmanager
-def _signal_handlers_kept() -> Iterator[None]:
-    """Put the process's SIGINT and SIGUSR1 handlers back once Tune is done with them.
-
-    `Tuner.fit` in the main thread installs Tune's handler for both and leaves it there after
-    it returns. That handler does not raise `KeyboardInterrupt`: it logs "ending Ray Tune
-    run" and sets back the handler it found. So the next Ctrl-C in the process after a Tune
-    sweep was swallowed (each sweep chaining one more handler, each eating one press), and
-    `interrupts.remembered()`, which replaces only Python's own handler, stood aside: training
-    that followed in the same process (a session calling `run_sweep` again, the next test of
-    a pytest worker) went on to the end through Ctrl-C.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread sets handlers: Tune installs none from here
-        return
-    kept = {signum: signal.getsignal(signum) for signum in _TUNE_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in kept.items():
-            if handler is not None:  # None: set outside Python, which cannot set it back
-                signal.signal(signum, handler)
-
-
 def _store_callback(tune, spec, planned, store, sweep_id, channel, progress, storage):
     """A `tune.Callback` that keeps the driver's store: runs created, epochs and ends written.
 

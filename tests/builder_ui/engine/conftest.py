@@ -16,6 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from builder_ui.engine import interrupts
+
 RAY_START_TIMEOUT_S = 180  # a hang guard: a head node starts in seconds on a quiet machine
 
 
@@ -124,10 +126,11 @@ def local_ray(ray_cluster, monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
-    ray.init(
-        address=ray_cluster.address,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}},
-    )
-    yield ray
-    ray.shutdown()
+    with interrupts.handlers_kept():  # ray.init installs a SIGTERM handler
+        ray.init(
+            address=ray_cluster.address,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}},
+        )
+        yield ray
+        ray.shutdown()

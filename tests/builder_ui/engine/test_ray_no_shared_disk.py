@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from builder_ui.engine import executors, remote
+from builder_ui.engine import executors, interrupts, remote
 from builder_ui.engine.store import RunStore
 from tests.builder_ui.engine.walks import write_walks
 
@@ -234,7 +234,8 @@ def _sweep_killing_one_trial(cluster, document, store_dir, storage=None):
     worker after its first epoch; returns the driver's store, the result and the killed id."""
     import ray
 
-    ray.init(address=cluster["address"], log_to_driver=False)
+    with interrupts.handlers_kept():  # ray.init installs a SIGTERM handler
+        ray.init(address=cluster["address"], log_to_driver=False)
     try:
         _wait_for_two_nodes(ray)
         store = RunStore(store_dir)

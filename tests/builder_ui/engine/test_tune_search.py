@@ -108,8 +108,7 @@ def test_ctrl_c_raises_again_after_a_tune_sweep(local_ray, tmp_path):
     # raise nothing: the next Ctrl-C in the process was lost and `interrupts.remembered()`
     # stood aside, so a pytest worker that ran this file before test_stopping.py failed its
     # Ctrl-C tests ("DID NOT RAISE KeyboardInterrupt").
-    signals = [signal.SIGINT] + ([signal.SIGUSR1] if hasattr(signal, "SIGUSR1") else [])
-    before = {signum: signal.getsignal(signum) for signum in signals}
+    before = {signum: signal.getsignal(signum) for signum in interrupts.KEPT_SIGNALS}
     document = {
         **BASE,
         "train": {**BASE["train"], "epochs": 1},

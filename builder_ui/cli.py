@@ -1,7 +1,7 @@
 """The `keras-seq` command line.
 
     keras-seq ui [--host H] [--port P] [--runs DIR] [--auth USER:PASS] [--memory-budget SIZE]
-                 [--data-dir DIR ...] [--max-upload-mb MB]
+                 [--data-dir DIR ...] [--max-upload-mb MB] [--trusted-proxy ADDR ...]
     keras-seq train SPEC [--runs DIR] [--name N] [--set FIELD=VALUE ...] [--memory-budget SIZE]
     keras-seq sweep SPEC [--executor local|ray] [--address ADDR] [--num-cpus N]
                          [--storage URI] [--runs DIR] [--memory-budget SIZE]
@@ -154,6 +154,16 @@ def _configure_ui(parser: argparse.ArgumentParser) -> None:
         help=f"the largest data file one upload may be, in MiB, 1 to {MAX_UPLOAD_MB} (default: "
         "10); a request may be 64 KiB more, for the form around the file",
     )
+    parser.add_argument(
+        "--trusted-proxy",
+        dest="trusted_proxies",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="the IP address (or network, 10.0.0.0/8) of a reverse proxy in front of the app, "
+        "whose X-Forwarded-For names the client; from any other peer the header is ignored, "
+        "so the login throttle counts the TCP peer (repeatable; default: none)",
+    )
 
 
 def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -176,6 +186,14 @@ def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         limits["max_upload_bytes"] = args.max_upload_mb * 2**20
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.app.page import launch
+    from builder_ui.app.serving import check_proxy_address
+
+    for address in args.trusted_proxies:
+        try:
+            check_proxy_address(address)
+        except ValueError as error:
+            parser.error(f"--trusted-proxy: {error}")
+        limits["trusted_proxies"] = args.trusted_proxies
 
     _pass_memory_budget(args)
     launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth, **limits)

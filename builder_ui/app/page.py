@@ -1,7 +1,7 @@
 """The Gradio model builder: Build → Train → Compare → Inspect → Export, over the engine.
 
     keras-seq ui [--host 127.0.0.1] [--port 7860] [--runs DIR] [--auth USER:PASS]
-                 [--data-dir DIR ...] [--max-upload-mb 10]
+                 [--data-dir DIR ...] [--max-upload-mb 10] [--trusted-proxy ADDR ...]
 
 One page, one tab per step (each laid out in its `builder_ui/app/tabs/`
 module, wired to the others here); every event calls `builder_ui.app.actions`,
@@ -13,7 +13,8 @@ belongs to each session.
 Serving: loopback unless the CLI was given `--auth`; never a share link;
 a data file limited to `uploads.MAX_UPLOAD_BYTES` (`--max-upload-mb`), a whole
 request to that and its form's framing; data read only from the uploads and
-`--data-dir` folders (`builder_ui.app.data_paths`); failed logins throttled;
+`--data-dir` folders (`builder_ui.app.data_paths`); failed logins throttled per
+TCP peer (or per client a `--trusted-proxy` forwards);
 no `allowed_paths`, so the
 server sends only what the app itself returns (downloads are copied into a
 temporary directory first); a Host check without `--auth` and security
@@ -111,11 +112,14 @@ def start(
     slots: list[str] | None = None,
     data_dirs: Sequence[str | Path] = (),
     max_upload_bytes: int = MAX_FILE_SIZE,
+    trusted_proxies: Sequence[str] = (),
 ) -> tuple[gr.Blocks, str]:
     """Build the app and serve it in a background thread; returns `(app, local URL)`.
 
     Stop it with `stop(app)`. The GPUs are left to the training processes
     (`keep_gpus_for_training`): summaries and inspections run on the CPU.
+    `X-Forwarded-For` is believed only from `trusted_proxies` (addresses or
+    networks; `serving.trusted_proxies`).
     """
     keep_gpus_for_training()
     app = build_app(runs_dir, slots=slots, data_dirs=data_dirs, max_upload_bytes=max_upload_bytes)
@@ -129,22 +133,23 @@ def start(
     import keras_seq  # noqa: F401
 
     cap = serving.request_cap(max_upload_bytes)
-    _, local_url, _ = app.launch(
-        server_name=host,
-        server_port=port,
-        share=False,
-        auth=auth,
-        show_error=True,
-        max_file_size=max_upload_bytes,
-        ssr_mode=False,
-        mcp_server=False,
-        enable_monitoring=False,
-        run_history=False,
-        quiet=True,
-        prevent_thread_lock=True,
-        css=CSS,
-        app_kwargs={"middleware": serving.middleware(host, auth, max_request_bytes=cap)},
-    )
+    with serving.trusted_proxies(trusted_proxies):
+        _, local_url, _ = app.launch(
+            server_name=host,
+            server_port=port,
+            share=False,
+            auth=auth,
+            show_error=True,
+            max_file_size=max_upload_bytes,
+            ssr_mode=False,
+            mcp_server=False,
+            enable_monitoring=False,
+            run_history=False,
+            quiet=True,
+            prevent_thread_lock=True,
+            css=CSS,
+            app_kwargs={"middleware": serving.middleware(host, auth, max_request_bytes=cap)},
+        )
     return app, local_url
 
 
@@ -165,6 +170,7 @@ def launch(
     auth: tuple[str, str] | None = None,
     data_dirs: Sequence[str | Path] = (),
     max_upload_bytes: int = MAX_FILE_SIZE,
+    trusted_proxies: Sequence[str] = (),
 ) -> None:
     """Serve the app on `host:port` (never through a public share link); block until stopped.
 
@@ -192,6 +198,7 @@ def launch(
             auth=auth,
             data_dirs=data_dirs,
             max_upload_bytes=max_upload_bytes,
+            trusted_proxies=trusted_proxies,
         )
         print(f"{TITLE} running on {local_url} (Ctrl+C to stop)", flush=True)
         app.block_thread()  # returns on KeyboardInterrupt, after closing the server

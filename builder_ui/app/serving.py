@@ -18,17 +18,27 @@
   429 with `Retry-After` for a delay that doubles with each failure, up to
   `MAX_LOGIN_DELAY_S`; a successful login forgets the address. No request
   waits: a refused one is answered at once, so the event loop never sleeps.
+- The client address is the TCP peer's. uvicorn, which Gradio runs, replaces
+  it by the last `X-Forwarded-For` entry when the peer is an address it
+  trusts: by default 127.0.0.1 and ::1, so any client on this machine, or
+  behind a local proxy, could send a new made-up address with each login
+  guess and never meet the throttle. The app names the trusted peers itself
+  (`trusted_proxies`): none, unless `keras-seq ui --trusted-proxy ADDR` names
+  the reverse proxy in front of it.
 
 Plain ASGI and Starlette; the page passes `middleware(host, auth, ...)` to
-Gradio's FastAPI app (`app_kwargs`).
+Gradio's FastAPI app (`app_kwargs`) and launches it inside `trusted_proxies(...)`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import math
+import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +65,9 @@ MAX_LOGIN_DELAY_S = 60.0
 MAX_LOGIN_CLIENTS = 10_000
 FORGET_LOGIN_AFTER_S = 15 * 60
 LOGIN_PATHS = ("/login", "/login/")
+# uvicorn's setting of the peers whose `X-Forwarded-For` it believes (read when Gradio makes
+# its server; default "127.0.0.1,::1").
+FORWARDED_ALLOW_IPS = "FORWARDED_ALLOW_IPS"
 
 
 class SecurityHeaders:
@@ -183,8 +196,9 @@ class LoginThrottle:
     it 200 (logged in), which forgets the address; so parallel guesses count
     too. After `FREE_LOGIN_FAILURES` failures, the next attempt within
     `login_delay(failures)` seconds is answered 429 with `Retry-After` at once,
-    without reaching Gradio. The address is the TCP peer's (`scope["client"]`),
-    not a header a client may set. At most `MAX_LOGIN_CLIENTS` addresses are
+    without reaching Gradio. The address is `scope["client"]`: the TCP peer's,
+    or the client's that a `--trusted-proxy` forwards (`trusted_proxies`), never
+    a header another client may set. At most `MAX_LOGIN_CLIENTS` addresses are
     remembered, each for `FORGET_LOGIN_AFTER_S` after its last attempt.
 
     Args:
@@ -239,6 +253,46 @@ class LoginThrottle:
             await send(message)
 
         await self.app(scope, receive, watching_send)
+
+
+def check_proxy_address(value: str) -> str:
+    """An address or network of a trusted proxy (`10.0.0.5`, `10.0.0.0/8`, `::1`), normalised.
+
+    Raises:
+        ValueError: Anything else (a host name, `*`), naming the value.
+    """
+    text = value.strip().removeprefix("[").removesuffix("]") if isinstance(value, str) else ""
+    try:
+        if "/" in text:
+            return str(ipaddress.ip_network(text, strict=False))
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise ValueError(
+            f"expected the IP address or network of a reverse proxy (10.0.0.5, 10.0.0.0/8, ::1), "
+            f"got {value!r}"
+        ) from None
+
+
+@contextlib.contextmanager
+def trusted_proxies(addresses: Sequence[str] = ()) -> Iterator[None]:
+    """While the server is made, uvicorn believes `X-Forwarded-For` only from `addresses`.
+
+    uvicorn reads `FORWARDED_ALLOW_IPS` when Gradio makes its `uvicorn.Config`
+    (in `launch`); an empty value trusts no peer, so `scope["client"]` stays the
+    TCP peer's address. With a proxy named, a request from it gets the last
+    forwarded address that is not itself a trusted proxy, so a client cannot
+    choose its own by putting entries before the proxy's.
+    """
+    addresses = [check_proxy_address(address) for address in addresses]
+    previous = os.environ.get(FORWARDED_ALLOW_IPS)
+    os.environ[FORWARDED_ALLOW_IPS] = ",".join(addresses)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(FORWARDED_ALLOW_IPS, None)
+        else:
+            os.environ[FORWARDED_ALLOW_IPS] = previous
 
 
 def allowed_hosts(host: str) -> list[str]:

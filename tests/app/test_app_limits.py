@@ -5,11 +5,13 @@
 - A spec naming a server file is refused through the API at `task.path`,
   and nothing is queued.
 - With `--auth`, failed logins from one address are answered 429 for a
-  while (`Retry-After`), and a successful login starts afresh.
+  while (`Retry-After`), and a successful login starts afresh. The address is
+  the TCP peer's; an `X-Forwarded-For` counts only from a `--trusted-proxy`.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import secrets
 import socket
@@ -155,6 +157,45 @@ def test_failed_logins_are_answered_429_for_a_while_and_a_good_login_starts_afre
         time.sleep(int(retry_after) + 0.5)  # wait out the delay; later is only safer
         assert login(running.url, "s3cret")[0] == 200
         assert [login(running.url, "guess")[0] for _ in range(3)] == [400, 400, 400]
+    finally:
+        code = running.stop()
+    assert code == 0, running.log()
+
+
+def login_from(port: int, password: str, source: str, forwarded: str | None = None) -> int:
+    """POST the login form from the local address `source`, with an `X-Forwarded-For`."""
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if forwarded is not None:
+        headers["X-Forwarded-For"] = forwarded
+    connection = http.client.HTTPConnection(
+        "127.0.0.1", port, timeout=SOCKET_TIMEOUT_S, source_address=(source, 0)
+    )
+    try:
+        body = urllib.parse.urlencode({"username": "alice", "password": password})
+        connection.request("POST", "/login", body=body, headers=headers)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_the_login_throttle_counts_the_peer_and_believes_forwarded_for_only_from_its_proxy(
+    tmp_path,
+):
+    # The whole of 127.0.0.0/8 is this machine: 127.0.0.2 stands for a reverse proxy.
+    running = Server(tmp_path, "--auth", "alice:s3cret", "--trusted-proxy", "127.0.0.2")
+    try:
+        running.wait_until_up()
+        # A client (loopback, not the named proxy) making up a new address for each guess.
+        guesses = [
+            login_from(running.port, "guess", "127.0.0.1", f"198.51.100.{i}") for i in range(5)
+        ]
+        assert guesses == [400, 400, 400, 429, 429]
+        # Through the proxy: each forwarded client is counted on its own.
+        proxied = [login_from(running.port, "guess", "127.0.0.2", "203.0.113.7") for _ in range(4)]
+        assert proxied == [400, 400, 400, 429]
+        assert login_from(running.port, "guess", "127.0.0.2", "203.0.113.8") == 400
+        # The client's own entries before the proxy's are not believed.
+        assert login_from(running.port, "guess", "127.0.0.2", "192.0.2.1, 203.0.113.7") == 429
     finally:
         code = running.stop()
     assert code == 0, running.log()

@@ -53,3 +53,19 @@ def test_a_data_dir_that_is_a_file_is_refused(launched, capsys, tmp_path):
     assert (
         f"--data-dir: expected an existing directory, got {str(plain)!r}" in capsys.readouterr().err
     )
+
+
+def test_trusted_proxies_reach_the_app(launched):
+    assert cli.main(["ui", "--trusted-proxy", "10.0.0.5", "--trusted-proxy", "fd00::/8"]) == 0
+    (call,) = launched
+    assert call["trusted_proxies"] == ["10.0.0.5", "fd00::/8"]
+
+
+@pytest.mark.parametrize("value", ["proxy.example", "*"])
+def test_a_trusted_proxy_that_is_no_address_is_refused_naming_it(launched, capsys, value):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["ui", "--trusted-proxy", value])
+    assert exited.value.code == 2
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "error" in x]
+    assert "--trusted-proxy: expected the IP address or network" in line and repr(value) in line
+    assert launched == []

@@ -141,3 +141,41 @@ def test_the_throttle_counts_each_client_address_apart():
         wrong(attacker)
     assert wrong(attacker) == 429
     assert other.post("/login", data={"username": "alice", "password": "right"}).status_code == 200
+
+
+def behind_uvicorn(app: Starlette, proxies: list[str]):
+    """`app` as uvicorn serves it: wrapped as in the server Gradio makes in `launch`."""
+    import uvicorn
+
+    with serving.trusted_proxies(proxies):
+        config = uvicorn.Config(app=app, log_level="warning")
+    config.load()
+    return config.loaded_app
+
+
+def guess(client: TestClient, forwarded: str) -> int:
+    data = {"username": "alice", "password": "guess"}
+    return client.post("/login", data=data, headers={"X-Forwarded-For": forwarded}).status_code
+
+
+def test_a_made_up_forwarded_for_per_guess_does_not_escape_the_throttle():
+    # uvicorn alone believes X-Forwarded-For from 127.0.0.1: each guess was a new client.
+    app = behind_uvicorn(with_auth(Clock()), [])
+    client = connect(app, client=("127.0.0.1", 1))
+    assert [guess(client, f"198.51.100.{i}") for i in range(5)] == [400, 400, 400, 429, 429]
+
+
+def test_a_named_proxys_forwarded_for_is_believed_as_its_last_entry():
+    app = behind_uvicorn(with_auth(Clock()), ["10.0.0.0/8"])
+    proxy = connect(app, client=("10.1.2.3", 1))
+    assert [guess(proxy, "203.0.113.7") for _ in range(4)] == [400, 400, 400, 429]
+    assert guess(proxy, "203.0.113.8") == 400  # another client behind the same proxy
+    assert guess(proxy, "192.0.2.1, 203.0.113.7") == 429  # entries before the proxy's: ignored
+
+
+@pytest.mark.parametrize("value", ["proxy.example", "*", "", "10.0.0.300"])
+def test_a_trusted_proxy_must_be_an_address_or_network(value):
+    with pytest.raises(ValueError, match=rf"expected the IP address or network .*got {value!r}"):
+        serving.check_proxy_address(value)
+    assert serving.check_proxy_address("[::1]") == "::1"
+    assert serving.check_proxy_address("10.0.0.1/8") == "10.0.0.0/8"

@@ -17,14 +17,40 @@ Every reader of a recorded path goes through `artifact_path`: export (the librar
 trained model and vocabularies the app's Inspect tab loads (`results.export`), and the
 app's BLEU table. The check is made when the path is read, not when it was recorded, so
 a store written by an older or another program is checked too.
+
+A model file is a zip (`.keras`), which Keras unpacks as it loads: `config.json` and
+`metadata.json` read whole into memory and parsed, the weights read whole when memory
+allows. `check_model_archive` bounds what it would unpack before Keras opens it (the
+number of entries, each JSON entry, the whole), and checks that each compressed entry
+inflates to no more than the size the zip declares for it (Python's `zipfile` trusts
+that size, and inflates up to 2 GiB at once to reach it): a 3 MB file whose config.json
+inflated to 3 GiB took export and the app to 7 GB; it is now refused in one line.
 """
 
 from __future__ import annotations
 
+import copy
 import os
+import zipfile
+import zlib
 from pathlib import Path
 
+from builder_ui.builders.memory import format_bytes
 from builder_ui.engine.store import RunStore
+
+# What a model file of this project holds: `config.json` and `metadata.json` (a few KB; a
+# translator's vocabularies make config.json a few MB at most), `model.weights.h5` (the
+# weights and the optimiser's state: 12 bytes a parameter with Adam) and an `assets/`
+# file or two per layer that keeps any. The presets' largest model has 128,063
+# parameters: a file of about 1.5 MB with 3 entries. The bounds leave a thousandfold room.
+# Entries: a thousand layers with assets.
+MAX_MODEL_ENTRIES = 4096
+# The JSON Keras reads whole and parses (a string of N bytes takes several times N).
+MAX_MODEL_JSON_BYTES = 64 * 2**20
+# Everything unpacked: a model of some 350 million parameters with Adam's state.
+MAX_MODEL_BYTES = 4 * 2**30
+# How much of an entry is inflated at once while its size is checked.
+_CHUNK_BYTES = 2**20
 
 
 class ArtifactError(ValueError):
@@ -74,4 +100,85 @@ def confine(store: RunStore, run_id: str, recorded: object, *, field: str) -> Pa
     return store.directory / recorded
 
 
-__all__ = ["ArtifactError", "artifact_path", "confine"]
+def check_model_archive(path: str | os.PathLike, *, what: str = "The model file") -> None:
+    """Refuse a model file (`.keras`) that is no zip, or that would unpack past the bounds.
+
+    Reads the zip's directory, then inflates each compressed entry a megabyte at a time
+    (nothing is kept) to check it gives no more than the size its directory declares;
+    stored entries (as Keras writes them) cannot give more. Nothing is extracted.
+
+    Args:
+        path: The file.
+        what: How the message starts, before the path ("Run 'x': its model file").
+
+    Raises:
+        ArtifactError: One line naming the file and what is wrong: not a zip, more than
+            `MAX_MODEL_ENTRIES` entries, a JSON entry over `MAX_MODEL_JSON_BYTES`, more
+            than `MAX_MODEL_BYTES` in all, an entry larger than it declares, or an
+            unexpected compression method.
+    """
+    where = f"{what} {str(path)!r}"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.infolist()
+            problem = _bounds_problem(entries)
+            for entry in entries if problem is None else ():
+                problem = _entry_problem(archive, entry)
+                if problem is not None:
+                    break
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as error:
+        problem = f"is not a Keras model file (a zip archive): {error}"
+    except OSError as error:
+        problem = f"cannot be read: {error.strerror or error}"
+    if problem is not None:
+        raise ArtifactError(f"{where} {problem}.")
+
+
+def _bounds_problem(entries: list[zipfile.ZipInfo]) -> str | None:
+    if len(entries) > MAX_MODEL_ENTRIES:
+        return (
+            f"holds {len(entries):,} entries, more than the {MAX_MODEL_ENTRIES:,} a model "
+            "file may have"
+        )
+    for entry in entries:
+        if entry.filename.endswith(".json") and entry.file_size > MAX_MODEL_JSON_BYTES:
+            return (
+                f"is refused: {entry.filename!r} unpacks to {format_bytes(entry.file_size)}, "
+                f"more than the {format_bytes(MAX_MODEL_JSON_BYTES)} a model's JSON may have"
+            )
+    total = sum(entry.file_size for entry in entries)
+    if total > MAX_MODEL_BYTES:
+        return (
+            f"is refused: it unpacks to {format_bytes(total)} in all, more than the "
+            f"{format_bytes(MAX_MODEL_BYTES)} a model file may have"
+        )
+    return None
+
+
+def _entry_problem(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> str | None:
+    """Whether a compressed entry inflates to more than its declared size (read, not kept)."""
+    if entry.compress_type == zipfile.ZIP_STORED:
+        return None  # read as stored: never more bytes than the file holds
+    if entry.compress_type != zipfile.ZIP_DEFLATED:
+        return (
+            f"is refused: {entry.filename!r} is compressed with method {entry.compress_type} "
+            "(a model file's entries are stored or deflated)"
+        )
+    # One byte more than declared is asked for: getting it means the entry holds more. (Its
+    # checksum is left to Keras's read: over the extra byte it could not match.)
+    probe = copy.copy(entry)
+    probe.file_size = entry.file_size + 1
+    del probe.CRC
+    unpacked = 0
+    with archive.open(probe) as member:
+        while unpacked <= entry.file_size and (chunk := member.read(_CHUNK_BYTES)):
+            unpacked += len(chunk)
+    if unpacked > entry.file_size:
+        return (
+            f"is refused: {entry.filename!r} unpacks to more than the {entry.file_size:,} "
+            "bytes its zip entry declares"
+        )
+    return None
+
+
+__all__ = ["ArtifactError", "artifact_path", "check_model_archive", "confine"]

@@ -124,14 +124,22 @@ def artifact(store: RunStore, run_id: str, name: str) -> Path:
 
 
 def load_trained_model(store: RunStore, run_id: str) -> Any:
-    """The trained model of a finished run, loaded with `safe_mode=True`."""
+    """The trained model of a finished run, loaded with `safe_mode=True`.
+
+    The file is first checked to be a zip that unpacks within bounds
+    (`artifacts.check_model_archive`), before Keras is loaded or reads it.
+    """
+    finished_record(store, run_id)
+    path = artifact(store, run_id, MODEL_FILE)
+    try:
+        artifacts.check_model_archive(path, what=f"Run {run_id!r}: its model file")
+    except artifacts.ArtifactError as error:
+        raise ExportError(str(error)) from None
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
     import keras_seq  # noqa: F401 - registers keras_seq's layers and models for loading
 
-    finished_record(store, run_id)
-    path = artifact(store, run_id, MODEL_FILE)
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except Exception as error:  # a damaged or foreign file: say which and why, no traceback

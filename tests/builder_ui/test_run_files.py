@@ -6,12 +6,17 @@ SQLite, as such a store would hold them, name a server file (`/etc/shadow`), cli
 (`../../…`) or link out of the run's folder; export (the library, `keras-seq export` and
 the app's Export tab) and the app's BLEU table must refuse them, naming the run and the
 field, and read, copy and write nothing.
+
+A model file (`.keras`, a zip) is bounded before Keras reads it: a small file whose
+config.json inflates to hundreds of megabytes, one of thousands of entries, one whose zip
+directory understates a size, and a garbage file are each refused with one line.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import zipfile
 
 import pytest
 
@@ -20,6 +25,7 @@ from builder_ui.app import actions
 from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export
+from tests.allocation import allocates_little
 from tests.app.compare_runs import record_run
 
 SECRET = "the server's own secret\n"
@@ -134,3 +140,119 @@ def test_an_artifact_inside_the_runs_folder_is_read(tmp_path):
         )
         with pytest.raises(artifacts.ArtifactError, match=r"has no artifact 'model\.keras'"):
             artifacts.artifact_path(store, run_id, "model.keras")
+
+
+# --- a model file is bounded before Keras reads it ----------------------------------------------
+
+MIB = 2**20
+
+
+def _write_archive(path, members) -> None:
+    """A zip of `members` (name -> bytes, or an iterable of chunks streamed in), deflated."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            with archive.open(name, "w", force_zip64=True) as member:
+                for chunk in [content] if isinstance(content, bytes) else content:
+                    member.write(chunk)
+
+
+def _config_bomb(path) -> None:
+    """A 0.3 MB `.keras` whose config.json inflates to 300 MiB (one JSON string of spaces)."""
+    spaces = b" " * MIB
+    body = (spaces for _ in range(300))
+    _write_archive(path, {"config.json": _chained(b'{"a": "', body, b'"}'), "metadata.json": b"{}"})
+
+
+def _chained(*parts):
+    for part in parts:
+        yield from [part] if isinstance(part, bytes) else part
+
+
+def _run_with_model(directory, write) -> str:
+    """A finished run whose model.keras `write(path)` writes."""
+    with RunStore(directory) as store:
+        run_id = record_run(store, "sequence_classifier", 0.5)
+        with store.atomic_artifact(run_id, "model.keras") as path:
+            write(path)
+    return run_id
+
+
+def test_a_model_whose_config_inflates_past_the_bound_is_refused_before_it_is_read(
+    tmp_path, capsys
+):
+    directory = tmp_path / "runs"
+    run_id = _run_with_model(directory, _config_bomb)
+    with RunStore(directory) as store:
+        assert store.artifact_path(run_id, "model.keras").stat().st_size < MIB
+        with allocates_little(), pytest.raises(export.ExportError) as caught:
+            export.load_trained_model(store, run_id)
+    message = str(caught.value)
+    assert f"Run {run_id!r}" in message and "model.keras" in message
+    assert "'config.json' unpacks to 315 MB" in message and "67.1 MB" in message
+    argv = ["export", run_id, "--format", "python", "--runs", str(directory)]
+    assert cli.main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "'config.json' unpacks to" in line and "Traceback" not in line
+    assert not (directory / run_id / "export").exists()  # nothing written
+
+
+def test_the_apps_inspect_refuses_a_model_bomb_with_one_line(tmp_path):
+    directory = tmp_path / "runs"
+    run_id = _run_with_model(directory, _config_bomb)
+    ctx = actions.AppContext(directory, slots=["CPU"])
+    try:
+        with allocates_little(), pytest.raises(actions.AppError, match="unpacks to 315 MB"):
+            ctx.model(run_id)
+    finally:
+        ctx.close()
+
+
+def _entries(path) -> None:
+    _write_archive(path, {f"assets/{i}.txt": b"" for i in range(artifacts.MAX_MODEL_ENTRIES + 1)})
+
+
+def _lying(path) -> None:
+    """config.json declares 100 bytes in the zip's directory, and inflates to 100 MiB."""
+    spaces = b" " * MIB
+    _write_archive(path, {"config.json": _chained(b"{", (spaces for _ in range(100)), b"}")})
+    data = bytearray(path.read_bytes())
+    central = data.rindex(b"PK\x01\x02")  # config.json's central directory record
+    assert int.from_bytes(data[central + 24 : central + 28], "little") == 100 * MIB + 2
+    data[central + 24 : central + 28] = (100).to_bytes(4, "little")  # its uncompressed size
+    path.write_bytes(bytes(data))
+
+
+def _garbage(path) -> None:
+    path.write_bytes(b"garbage" * 100)
+
+
+@pytest.mark.parametrize(
+    ("write", "said"),
+    [
+        (_entries, "holds 4,097 entries, more than the 4,096"),
+        (_lying, "'config.json' unpacks to more than the 100 bytes its zip entry declares"),
+        (_garbage, "is not a Keras model file (a zip archive): File is not a zip file"),
+    ],
+    ids=["entries", "lying", "garbage"],
+)
+def test_a_damaged_or_hostile_model_file_is_refused_with_one_line(tmp_path, capsys, write, said):
+    directory = tmp_path / "runs"
+    run_id = _run_with_model(directory, write)
+    with RunStore(directory) as store:
+        with allocates_little(), pytest.raises(export.ExportError) as caught:
+            export.load_trained_model(store, run_id)
+    assert said in str(caught.value) and f"Run {run_id!r}" in str(caught.value)
+    assert "File not found" not in str(caught.value)
+    assert cli.main(["export", run_id, "--format", "python", "--runs", str(directory)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert said in line
+
+
+def test_a_model_file_over_the_total_bound_is_refused(tmp_path, monkeypatch):
+    directory = tmp_path / "runs"
+    stored = {"config.json": b"{}", "model.weights.h5": b"\0" * (2 * MIB)}
+    run_id = _run_with_model(directory, lambda path: _write_archive(path, stored))
+    monkeypatch.setattr(artifacts, "MAX_MODEL_BYTES", MIB)  # 4 GiB would take long to write
+    with RunStore(directory) as store, pytest.raises(export.ExportError) as caught:
+        export.load_trained_model(store, run_id)
+    assert "unpacks to 2.1 MB in all, more than the 1.0 MB" in str(caught.value)

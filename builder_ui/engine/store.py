@@ -89,8 +89,11 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 # match this, so an id can never name a path outside the store.
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
-# How long a connection waits for another writer before giving up.
-BUSY_TIMEOUT_S = 30.0
+# How long a write waits for another writer's lock before giving up (`StoreLockedError`).
+# Writes are short transactions; a lock held longer is another process stuck or in use.
+BUSY_TIMEOUT_S = 5.0
+# SQLite's WAL write lock: the byte of the `-shm` file a writer locks (`WALINDEX_LOCK_OFFSET`).
+_WAL_WRITE_LOCK_BYTE = 120
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -154,6 +157,9 @@ _ADDED_COLUMNS = {
     "starred": "INTEGER NOT NULL DEFAULT 0",
     "archived": "INTEGER NOT NULL DEFAULT 0",
 }
+# The tables and indexes `_SCHEMA` makes: a store that has them (and the added columns) is
+# opened without writing.
+_SCHEMA_NAMES = frozenset(re.findall(r"IF NOT EXISTS (\w+)", _SCHEMA))
 
 # Bounds on what a person types about a run (`RunStore.rename`, `add_tags`, `set_note`).
 MAX_NAME_LENGTH = 200
@@ -202,6 +208,10 @@ class StoreError(Exception):
     """
 
 
+class StoreLockedError(StoreError):
+    """Another process held the store's write lock for `BUSY_TIMEOUT_S`; nothing was written."""
+
+
 class UnreadableRunError(StoreError):
     """One run's row cannot be read (malformed JSON, an unknown status); the others can.
 
@@ -214,6 +224,7 @@ class UnreadableRunError(StoreError):
 # Python 3.11 and later) or, before, by the words of its message; any other `sqlite3.Error`
 # is a bug here and is raised as it is.
 _FILE_PROBLEMS = (
+    ("SQLITE_BUSY", "database is locked", "locked"),
     ("SQLITE_CORRUPT", "malformed", "damaged"),
     ("SQLITE_NOTADB", "not a database", "damaged"),
     ("SQLITE_CANTOPEN", "unable to open", "unopenable"),
@@ -222,7 +233,7 @@ _FILE_PROBLEMS = (
 
 
 def _file_problem(error: sqlite3.Error) -> str | None:
-    """`"damaged"`, `"unopenable"` (see `_FILE_PROBLEMS`), or None for any other error."""
+    """`"locked"`, `"damaged"`, `"unopenable"` (`_FILE_PROBLEMS`), or None for another error."""
     name = getattr(error, "sqlite_errorname", None)
     for code, words, problem in _FILE_PROBLEMS:
         if name.startswith(code) if name else words in str(error):
@@ -388,6 +399,42 @@ def _process_start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
+def _wal_writers(database: Path) -> list[int]:
+    """The processes that hold SQLite's WAL write lock on `database` (Linux's /proc/locks).
+
+    A writer locks byte `_WAL_WRITE_LOCK_BYTE` of the `-shm` file; empty where that cannot
+    be read (another system, no `-shm` file).
+    """
+    try:
+        shm = os.stat(f"{database}-shm")
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    inode = f"{os.major(shm.st_dev):02x}:{os.minor(shm.st_dev):02x}:{shm.st_ino}"
+    pids = []
+    for line in lines:
+        # "3: POSIX  ADVISORY  WRITE 11699 fe:00:2179337 120 120"; a waiter's has "->" after "3:".
+        fields = line.split()
+        if len(fields) != 8 or fields[3] != "WRITE" or fields[5] != inode:
+            continue
+        start, end = int(fields[6]), math.inf if fields[7] == "EOF" else int(fields[7])
+        if start <= _WAL_WRITE_LOCK_BYTE <= end and fields[4].isdigit():
+            pids.append(int(fields[4]))
+    return pids
+
+
+def _command_line(pid: int) -> str:
+    """`running python -m builder_ui.cli ui ...` (at most 80 characters), or ""."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            arguments = handle.read().decode("utf-8", "replace").replace("\0", " ")
+    except OSError:
+        return ""
+    text = " ".join(arguments.split())  # one line, whatever the arguments hold
+    return f"running {text[:77]}..." if len(text) > 80 else f"running {text}" if text else ""
+
+
 def _process_state(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
@@ -481,7 +528,7 @@ class RunStore:
             try:
                 self._open_existing()
                 if recover:
-                    self.recover_interrupted()
+                    self.recover_interrupted(wait=False)
             except BaseException:
                 self.close()
                 raise
@@ -547,12 +594,22 @@ class RunStore:
         return conn
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that takes the write lock at once (no upgrade deadlocks)."""
+    def _write(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
+        """A write transaction that takes the write lock at once (no upgrade deadlocks).
+
+        It waits up to `BUSY_TIMEOUT_S` for another writer (with `wait=False`, not at all),
+        then raises `StoreLockedError`.
+        """
         self._create()
         with self._file_errors():
             conn = self._connect()
-            conn.execute("BEGIN IMMEDIATE")
+            if not wait:
+                conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            finally:
+                if not wait:
+                    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             try:
                 yield conn
             except BaseException:
@@ -575,13 +632,20 @@ class RunStore:
             problem = _file_problem(error)
             if problem is None:
                 raise
-            raise StoreError(self._file_message(problem, error)) from error
+            kind = StoreLockedError if problem == "locked" else StoreError
+            raise kind(self._file_message(problem, error)) from error
 
     def _file_message(self, problem: str, error: sqlite3.Error) -> str:
         """One line naming the database file, what is wrong with it and what to do."""
         named = repr(str(self.path))
         if self.path.is_symlink():
             named += f" (a symbolic link to {os.readlink(self.path)!r})"
+        if problem == "locked":
+            return (
+                f"the run store database {named} is locked by another writer "
+                f"({self._lock_holder()}) and stayed locked for {BUSY_TIMEOUT_S:g} s; nothing "
+                "was written: try again when it is done"
+            )
         if problem == "damaged":
             return (
                 f"the run store database {named} is damaged or is not a run store ({error}); "
@@ -593,7 +657,37 @@ class RunStore:
             "is: check that it is a file you may read and write"
         )
 
+    def _lock_holder(self) -> str:
+        """Who holds the write lock, as far as this machine can tell: pids, and their runs."""
+        try:  # not through `_read`: a store locked even for reads must not recurse here
+            rows = (
+                self._connect()
+                .execute("SELECT id, pid, host, pid_started FROM runs WHERE status = 'running'")
+                .fetchall()
+            )
+        except sqlite3.Error:
+            rows = []
+        here = socket.gethostname()
+        holders = []
+        for pid in _wal_writers(self.path):
+            this = (pid, here, _process_start_time(pid))
+            run = next((row["id"] for row in rows if tuple(row)[1:] == this), None)
+            what = f"which is training run {run}" if run else _command_line(pid)
+            holders.append(f"pid {pid} on this machine" + (f", {what}" if what else ""))
+        if holders:
+            return "; ".join(holders)
+        running = ", ".join(f"run {row['id']} (pid {row['pid']} on {row['host']})" for row in rows)
+        return "which one cannot be told here" + (f"; running now: {running}" if running else "")
+
     def _init_schema(self) -> None:
+        """Make the tables, indexes and columns missing; a store that has them all is only read.
+
+        So opening a store takes no write lock, and reads while another process writes.
+        """
+        if self._schema_complete():
+            (row,) = self._read("SELECT version FROM schema_version")
+            self._check_version(row["version"])
+            return
         with self._write() as conn:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
@@ -602,11 +696,23 @@ class RunStore:
             row = conn.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-            elif row["version"] > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"The run store {str(self.path)!r} has schema version {row['version']}, "
-                    f"newer than this keras_seq understands ({SCHEMA_VERSION}); upgrade keras_seq."
-                )
+            else:
+                self._check_version(row["version"])  # a newer store's tables are not touched
+
+    def _schema_complete(self) -> bool:
+        names = {row["name"] for row in self._read("SELECT name FROM sqlite_master")}
+        if not _SCHEMA_NAMES <= names:
+            return False
+        columns = {row["name"] for row in self._read("PRAGMA table_info(runs)")}
+        versions = self._read("SELECT version FROM schema_version")
+        return set(_ADDED_COLUMNS) <= columns and len(versions) == 1
+
+    def _check_version(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"The run store {str(self.path)!r} has schema version {version}, "
+                f"newer than this keras_seq understands ({SCHEMA_VERSION}); upgrade keras_seq."
+            )
 
     @property
     def schema_version(self) -> int:
@@ -1190,22 +1296,35 @@ class RunStore:
         rows = self._read("SELECT pid_started FROM runs WHERE id = ?", (record.id,))
         return process_alive(record.pid, rows[0]["pid_started"] if rows else None)
 
-    def recover_interrupted(self) -> list[str]:
+    def recover_interrupted(self, *, wait: bool = True) -> list[str]:
         """Mark `running` runs whose process has died as `interrupted`; returns their ids.
 
         Only runs started on this machine are checked (a process elsewhere
         cannot be seen from here).
+
+        Args:
+            wait: False stops at once, recovering no more runs, when another process holds
+                the write lock (opening a store does so: it reads without waiting for
+                writers, and a later call recovers the rest).
         """
         recovered = []
         for record in self.list_runs(status="running"):
             if self._owner_alive(record):
                 continue
-            with contextlib.suppress(StatusError):
-                self.set_status(
-                    record.id,
-                    "interrupted",
-                    error=f"The process running it (pid {record.pid}) ended before it finished.",
-                )
+            error = f"The process running it (pid {record.pid}) ended before it finished."
+            try:
+                with self._write(wait=wait) as conn:
+                    # `running` -> `interrupted` (`TRANSITIONS`), unless it changed meanwhile.
+                    changed = conn.execute(
+                        "UPDATE runs SET status = 'interrupted', error = ? "
+                        "WHERE id = ? AND status = 'running'",
+                        (error, record.id),
+                    ).rowcount
+            except StoreLockedError:
+                if wait:
+                    raise
+                break
+            if changed:
                 recovered.append(record.id)
         return recovered
 

@@ -13,14 +13,7 @@ import yaml
 
 from builder_ui import cli
 from builder_ui.engine.store import DB_NAME, RunStore, UnreadableRunError
-
-SPEC = {
-    "version": 1,
-    "name": "tiny",
-    "task": {"type": "long_lag", "lag": 5, "n": 80, "num_distractors": 4},
-    "model": {"type": "sequence_classifier", "encoder": {"type": "rnn", "cell": "gru", "units": 4}},
-    "train": {"epochs": 1, "batch_size": 32, "learning_rate": 0.01, "seed": 2},
-}
+from tests.builder_ui.test_cli_engine import TINY as SPEC
 
 
 def make_store(directory) -> list[str]:

@@ -15,6 +15,9 @@ store is opened, runs whose process has died while `running` are marked
 A database SQLite cannot use (damaged, not a database, a directory) raises a
 `StoreError` that names the file and says what to do, and nothing is written; a
 run whose row cannot be read is left out of lists (`RunStore.unreadable_runs`).
+A store on a read-only file system (or without write permission) is read, and
+any change raises `ReadOnlyStoreError`; a write that waits `BUSY_TIMEOUT_S` for
+another writer's lock raises `StoreLockedError`, naming who holds it.
 
 A run moves through these states::
 
@@ -212,6 +215,10 @@ class StoreLockedError(StoreError):
     """Another process held the store's write lock for `BUSY_TIMEOUT_S`; nothing was written."""
 
 
+class ReadOnlyStoreError(StoreError):
+    """The store is read-only (a read-only file system, no permission): read, never changed."""
+
+
 class UnreadableRunError(StoreError):
     """One run's row cannot be read (malformed JSON, an unknown status); the others can.
 
@@ -225,6 +232,7 @@ class UnreadableRunError(StoreError):
 # is a bug here and is raised as it is.
 _FILE_PROBLEMS = (
     ("SQLITE_BUSY", "database is locked", "locked"),
+    ("SQLITE_READONLY", "readonly database", "read-only"),
     ("SQLITE_CORRUPT", "malformed", "damaged"),
     ("SQLITE_NOTADB", "not a database", "damaged"),
     ("SQLITE_CANTOPEN", "unable to open", "unopenable"),
@@ -233,7 +241,7 @@ _FILE_PROBLEMS = (
 
 
 def _file_problem(error: sqlite3.Error) -> str | None:
-    """`"locked"`, `"damaged"`, `"unopenable"` (`_FILE_PROBLEMS`), or None for another error."""
+    """The problem `_FILE_PROBLEMS` names (`"locked"`, ...), or None for another error."""
     name = getattr(error, "sqlite_errorname", None)
     for code, words, problem in _FILE_PROBLEMS:
         if name.startswith(code) if name else words in str(error):
@@ -435,6 +443,19 @@ def _command_line(pid: int) -> str:
     return f"running {text[:77]}..." if len(text) > 80 else f"running {text}" if text else ""
 
 
+def _read_only_reason(database: Path) -> str | None:
+    """Why the store of `database` cannot be written (None if it can): its file system, modes.
+
+    SQLite writes the database and, beside it, its `-wal` and `-shm` files.
+    """
+    for path in (database, database.parent):
+        if path.exists() and not os.access(path, os.W_OK):
+            if hasattr(os, "statvfs") and os.statvfs(path).f_flag & os.ST_RDONLY:
+                return "on a read-only file system"
+            return f"no permission to write to {str(path)!r}"
+    return None
+
+
 def _process_state(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
@@ -519,6 +540,7 @@ class RunStore:
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._created = False
+        self._read_only: str | None = None  # why it is, once the database is opened
         if self.path.is_dir():
             raise StoreError(
                 f"{str(self.path)!r} is a directory, not a run store database; it was left as "
@@ -539,7 +561,20 @@ class RunStore:
             if self._created:
                 return
             self._created = True
+        self._read_only = _read_only_reason(self.path)
         self._init_schema()
+
+    def _check_writable(self) -> None:
+        """Raise `ReadOnlyStoreError` before a change to a read-only store (nothing written)."""
+        if self._read_only is not None:
+            raise ReadOnlyStoreError(self._read_only_message(self._read_only))
+
+    def _read_only_message(self, reason: str) -> str:
+        return (
+            f"the run store {str(self.directory)!r} is read-only ({reason}): it can be read, "
+            "not changed; nothing was written: copy it to a directory you may write to, or "
+            "make it writable, to change it"
+        )
 
     def _create(self) -> None:
         """Make the directory and the database: the first write of this store."""
@@ -559,15 +594,19 @@ class RunStore:
         if conn is not None and self._local.pid == os.getpid():
             return conn
         with self._file_errors():
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
+            if self._read_only is not None:
+                conn = self._connect_read_only()
+            else:
+                conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                )
             try:
                 conn.row_factory = sqlite3.Row
                 conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-                conn.execute("PRAGMA journal_mode = WAL")
-                # In WAL mode, NORMAL is safe against a crash of the process (not the machine).
-                conn.execute("PRAGMA synchronous = NORMAL")
+                if self._read_only is None:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    # In WAL mode, NORMAL is safe against a crash of the process (not the machine).
+                    conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
             except BaseException:
                 conn.close()  # which removes the -wal and -shm files it made for a damaged file
@@ -577,6 +616,33 @@ class RunStore:
         with self._connections_lock:
             self._connections.append(conn)
         return conn
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that cannot write, for a store on a read-only file system.
+
+        SQLite reads a WAL database through its `-shm` file; where there is none (a store
+        closed cleanly) and none can be made, the database is read as `immutable` (nothing
+        can be writing it: a writer keeps its `-shm` file while it is open).
+        """
+
+        def connect(uri: str) -> sqlite3.Connection:
+            conn = sqlite3.connect(
+                uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # opens the file
+            except BaseException:
+                conn.close()
+                raise
+            return conn
+
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        try:
+            return connect(uri)
+        except sqlite3.Error as error:
+            if _file_problem(error) != "unopenable":
+                raise
+        return connect(f"{uri}&immutable=1")
 
     def _empty(self) -> sqlite3.Connection:
         """An in-memory database with the schema and no runs: what a store not yet made reads."""
@@ -601,6 +667,7 @@ class RunStore:
         then raises `StoreLockedError`.
         """
         self._create()
+        self._check_writable()
         with self._file_errors():
             conn = self._connect()
             if not wait:
@@ -632,6 +699,9 @@ class RunStore:
             problem = _file_problem(error)
             if problem is None:
                 raise
+            if problem == "read-only":
+                reason = self._read_only or _read_only_reason(self.path) or "SQLite says so"
+                raise ReadOnlyStoreError(self._read_only_message(reason)) from error
             kind = StoreLockedError if problem == "locked" else StoreError
             raise kind(self._file_message(problem, error)) from error
 
@@ -1197,6 +1267,7 @@ class RunStore:
         >>> with store.atomic_artifact(run_id, "model.keras") as path:
         ...     model.save(path)
         """
+        self._check_writable()
         target = self._artifact_path(run_id, relative_path)
         with files.atomic_path(target) as temp:
             yield temp
@@ -1265,6 +1336,7 @@ class RunStore:
                 f"Run {run_id!r} is queued (a training process is about to start it); "
                 "cancel it before deleting it."
             )
+        self._check_writable()  # before its folder is moved aside
         directory = self.artifact_dir(run_id)
         aside = None
         if directory.is_symlink() or directory.exists():
@@ -1304,8 +1376,8 @@ class RunStore:
 
         Args:
             wait: False stops at once, recovering no more runs, when another process holds
-                the write lock (opening a store does so: it reads without waiting for
-                writers, and a later call recovers the rest).
+                the write lock or the store is read-only (opening a store does so: it reads
+                without waiting for writers, and a later call recovers the rest).
         """
         recovered = []
         for record in self.list_runs(status="running"):
@@ -1320,7 +1392,7 @@ class RunStore:
                         "WHERE id = ? AND status = 'running'",
                         (error, record.id),
                     ).rowcount
-            except StoreLockedError:
+            except (StoreLockedError, ReadOnlyStoreError):
                 if wait:
                     raise
                 break

@@ -50,12 +50,14 @@ def transformer_classifier(
     positions="sinusoidal",
     norm_first=False,
     dropout=0.0,
+    mask_zero=True,
     name="transformer_classifier",
 ):
     """A Transformer encoder that classifies token sequences.
 
     Token ids go through `Embedding(vocab_size, embedding_dim, mask_zero=True)`
-    (id 0 is padding and is masked everywhere after), get their positions
+    (id 0 is padding and is masked everywhere after; `mask_zero=False` when
+    0 is a token like any other), get their positions
     added, pass `num_layers` `TransformerEncoderBlock`s (Vaswani et al. 2017) and
     are pooled into one vector, which a softmax layer classifies:
 
@@ -85,6 +87,9 @@ def transformer_classifier(
             pre-LN.
         dropout: Dropout rate after the positions and inside every block (the
             paper's residual dropout). Default 0.
+        mask_zero: True (default) when id 0 is padding: left out of every
+            block's attention and of the mean. False when the sequences have no
+            padding and 0 is a token like the others.
         name: Name of the model.
 
     Returns:
@@ -116,13 +121,14 @@ def transformer_classifier(
     positions = validation.one_of("positions", positions, POSITIONS)
     norm_first = validation.boolean("norm_first", norm_first)
     dropout = validation.rate("dropout", dropout)
+    mask_zero = validation.boolean("mask_zero", mask_zero)
     validation.parameter_budget("token_embedding", vocab_size * embedding_dim)
 
     tokens = keras.Input(shape=(max_length,), dtype="int32", name="tokens")
     embedding = keras.layers.Embedding(
-        vocab_size, embedding_dim, mask_zero=True, name="token_embedding"
+        vocab_size, embedding_dim, mask_zero=mask_zero, name="token_embedding"
     )
-    x = embedding(tokens)  # (batch, max_length, embedding_dim), masked where id == 0
+    x = embedding(tokens)  # (batch, max_length, embedding_dim), masked where id == 0 if mask_zero
     num_tokens = max_length
     if pooling == "class_token":
         x = ClassToken(name="class_token")(x)  # (batch, 1 + max_length, embedding_dim)

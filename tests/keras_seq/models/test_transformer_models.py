@@ -268,6 +268,21 @@ def test_classifier_output_does_not_depend_on_padding_amount_beyond_the_real_ste
 
 
 @pytest.mark.backend_agnostic
+def test_without_mask_zero_id_zero_is_a_token_the_mean_counts():
+    model = transformer_classifier(
+        40, 7, 3, embedding_dim=16, num_layers=1, num_heads=2, ff_dim=16, mask_zero=False
+    )
+    rng = np.random.default_rng(4)
+    ids = _tokens(rng, 3, 7, 40, lengths=[7, 4, 1])
+    encoded = keras.Model(model.input, model.get_layer("encoder_block_0").output)
+    pooled = _numpy(encoded(ids)).mean(axis=1)  # every step, 0s included
+    kernel, bias = (_numpy(w) for w in model.get_layer("classifier").weights)
+    np.testing.assert_allclose(
+        _numpy(model(ids)), _softmax(pooled @ kernel + bias), rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.backend_agnostic
 @pytest.mark.parametrize("pooling", ["mean", "class_token"])
 def test_all_padding_sequence_gives_finite_probabilities(pooling):
     model = transformer_classifier(

@@ -27,9 +27,9 @@ from pydantic import Field
 
 from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.fields import Rate, Units
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.seq2seq import Seq2SeqBuilder
-from builder_ui.builders.sequence import Rate, Units
 from builder_ui.specs import ModelParams
 
 # Mirrors keras_seq.models.captioner.MAX_CONV_LAYERS (checked by a test).

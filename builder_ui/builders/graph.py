@@ -28,22 +28,35 @@ refuses what a layer or the loss would refuse, in its own words, at the node's
 path. `graph_report(document)` gives the canvas all of it at once: every
 node's output shape, every edge's shape, the errors by node id and the
 parameter count, without training or allocating any weights.
+
+The same walk builds, checks and estimates the model types that are short
+forms of a graph (`sequence_classifier`, `sequence_regressor`,
+`vision_transformer`: `short_forms` writes them out as nodes): `build_nodes`,
+`check_nodes` and `estimate_nodes` serve `GraphBuilder` and `ShortFormBuilder`
+alike, and `preset_as_graph` puts a short form's nodes in its spec ("Open as
+graph", `keras-seq graph`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from builder_ui.builders import graph_blocks, graph_fit, graph_shapes, memory, registry, sequence
+from builder_ui.builders import (
+    graph_blocks,
+    graph_fit,
+    graph_shapes,
+    memory,
+    registry,
+    short_forms,
+)
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.seq2seq import Seq2SeqBuilder
@@ -58,22 +71,45 @@ Scalar = bool | int | Finite | str | None
 NodeId = Annotated[str, Field(pattern=NODE_ID_PATTERN)]
 
 
+class KerasObject(StrictModel):
+    """An initializer as Keras serializes it, for a parameter named `*_initializer`.
+
+    `{class_name: RandomNormal, config: {stddev: 0.02}}` is
+    `keras.initializers.RandomNormal(stddev=0.02)`: the layer reads it with
+    `keras.initializers.get`, as it reads a name (`glorot_uniform`).
+    """
+
+    class_name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]
+    config: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
+
+
 class GraphNode(StrictModel):
     """One block of the graph.
 
     Args:
         id: Unique; the Keras layer's name and the variable in exported code.
         layer: A block name of the catalog (`LSTM`, `MultiHeadAttention`, ...).
-        params: The layer's own constructor arguments (JSON scalars or lists of them).
+        params: The layer's own constructor arguments (JSON scalars or lists of them;
+            for an initializer also a `KerasObject`).
         inputs: Port name → node id (a list of ids for a variadic port).
         position: `[x, y]` on the canvas; the builders ignore it.
     """
 
     id: NodeId
     layer: Annotated[str, Field(min_length=1, max_length=128)]
-    params: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
+    params: dict[str, Scalar | list[Scalar] | KerasObject] = Field(default_factory=dict)
     inputs: dict[str, NodeId | list[NodeId]] = Field(default_factory=dict)
     position: Annotated[list[Finite], Field(min_length=2, max_length=2)] | None = None
+
+    @model_validator(mode="after")
+    def _objects_only_for_initializers(self) -> GraphNode:
+        for name, value in self.params.items():
+            if isinstance(value, KerasObject) and not name.endswith("_initializer"):
+                raise ValueError(
+                    f"params.{name}: a {{class_name, config}} mapping is only for an "
+                    f"initializer (a parameter named *_initializer); give {name} a value"
+                )
+        return self
 
 
 class GraphParams(ModelParams):
@@ -126,49 +162,20 @@ class GraphBuilder(ModelBuilder):
     def check(self, params, task):
         """The layers' refusals of their parameters and inputs, and what `model.fit` would
         refuse on one batch (`graph_fit`), as `(field, message)` at each node's path."""
-        nodes = plain_nodes(params)
-        walk = graph_shapes.walk(nodes, task, symbolic=True)
-        problems = walk.problems or _fit_problems(nodes, task, walk)
+        problems = check_nodes(plain_nodes(params), task)
         return [(problem.path, problem.message) for problem in problems]
 
     def estimate(self, params, task):
-        """Each node's weights, counted by its layer built symbolically, and its output's size.
-
-        The layers are made in a stateless scope (nothing allocated), so a graph too large
-        for the machine is refused before its weights exist. The activations counted are
-        each node's output per example: what the backward pass keeps at the least (a
-        recurrent layer keeps its states at every step as well). None for a graph with
-        problems (`check` reports them).
-        """
-        walk = graph_shapes.walk(plain_nodes(params), task, symbolic=True)
-        if walk.problems:
-            return None
+        """Each node's weights and kept activations, from its layer built symbolically
+        (`estimate_nodes`); None for a graph with problems (`check` reports them)."""
         index = {node.id: position for position, node in enumerate(params.nodes)}
-        parts = []
-        for node_id, layer in walk.layers.items():
-            tensor = walk.tensors.get(node_id)
-            size = 0 if tensor is None else math.prod(int(d or 1) for d in tensor.shape[1:])
-            weights = int(layer.count_params()) if layer.built else 0
-            field = f"model.nodes[{index[node_id]}].params"
-            parts.append(memory.Part(node_id, field, weights, size))
-        return parts
+        return estimate_nodes(
+            plain_nodes(params), task, lambda node_id: f"model.nodes[{index[node_id]}].params"
+        )
 
     def build(self, params, task):
         """A functional `keras.Model` whose layers are named by node id (see the class)."""
-        # Keras loads on first use, not on import (specs and the app start without it).
-        import keras
-
-        nodes = plain_nodes(params)
-        decoder = _decoder_node(nodes) if _translates(task) else None
-        skip = frozenset() if decoder is None else frozenset({decoder["id"], _output_id(nodes)})
-        walk = graph_shapes.walk(nodes, task, symbolic=False, skip=skip)
-        if walk.problems:
-            raise SpecError([(f"model.{p.path}", p.message) for p in walk.problems])
-        if decoder is None:
-            return keras.Model(
-                walk.tensors[walk.input_id], walk.tensors[walk.output_id], name="graph"
-            )
-        return _assembled_seq2seq(decoder, walk, task)
+        return build_nodes(plain_nodes(params), task)
 
     # A translating graph trains and is scored as every seq2seq model.
 
@@ -195,6 +202,139 @@ class GraphBuilder(ModelBuilder):
 
 # What a translating graph shares with every seq2seq: its data, loss, metric and scoring.
 _SEQ2SEQ = Seq2SeqBuilder()
+
+
+def check_nodes(
+    nodes: list[dict[str, Any]], task: Any, *, layer_limit: bool = False
+) -> list[graph_shapes.NodeProblem]:
+    """The walk's problems, else what `model.fit` would refuse on one batch (`graph_fit`).
+
+    With `layer_limit`, a layer holding more weights than keras_seq lets one layer
+    (`keras_seq.validation.MAX_LAYER_PARAMS`) is refused too, before the trace.
+    """
+    walk = graph_shapes.walk(nodes, task, symbolic=True)
+    if walk.problems:
+        return walk.problems
+    return (_oversized(nodes, walk) if layer_limit else []) or _fit_problems(nodes, task, walk)
+
+
+def estimate_nodes(
+    nodes: list[dict[str, Any]], task: Any, field_of: Callable[[str], str]
+) -> list[memory.Part] | None:
+    """One `memory.Part` per node: its layer's weights and what it keeps for the backward pass.
+
+    The layers are made in a stateless scope (nothing allocated), so a model too large
+    for the machine is refused before its weights exist. The weights are the built
+    layer's `count_params()`; the activations, what `memory.kept_floats` reads off the
+    built layer (its output, a recurrent layer's states at every step, attention scores).
+    None for a graph with problems (`check_nodes` reports them).
+
+    Args:
+        nodes: The graph's nodes (`plain_nodes`, or a short form's `Expansion.nodes`).
+        task: The task's data (its `inputs` and `targets` specs are read).
+        field_of: Node id → the spec field a refusal names for it.
+    """
+    walk = graph_shapes.walk(nodes, task, symbolic=True)
+    if walk.problems:
+        return None
+    sources = {node["id"]: _sources(node) for node in nodes}
+    parts = []
+    for node_id, layer in walk.layers.items():
+        inputs = [walk.tensors[source].shape for source in sources[node_id]]
+        output = walk.tensors[node_id].shape
+        weights = int(layer.count_params()) if layer.built else 0
+        kept = memory.kept_floats(layer, inputs, output)
+        parts.append(memory.Part(node_id, field_of(node_id), weights, kept))
+    return parts
+
+
+def _sources(node: Mapping[str, Any]) -> list[str]:
+    """The ids a node reads, port by port (a variadic port's in order)."""
+    found = []
+    for value in node.get("inputs", {}).values():
+        found += value if isinstance(value, list) else [value]
+    return found
+
+
+def build_nodes(nodes: list[dict[str, Any]], task: Any, name: str = "graph") -> Any:
+    """The model of a graph: a functional `keras.Model` named `name`, its layers named by
+    node id; for a translating task an `AssembledSeq2Seq` (see `GraphBuilder`).
+
+    Raises:
+        SpecError: the walk's problems, at `model.nodes[i]...`.
+    """
+    # Keras loads on first use, not on import (specs and the app start without it).
+    import keras
+
+    decoder = _decoder_node(nodes) if _translates(task) else None
+    skip = frozenset() if decoder is None else frozenset({decoder["id"], _output_id(nodes)})
+    walk = graph_shapes.walk(nodes, task, symbolic=False, skip=skip)
+    if walk.problems:
+        raise SpecError([(f"model.{p.path}", p.message) for p in walk.problems])
+    if decoder is None:
+        return keras.Model(walk.tensors[walk.input_id], walk.tensors[walk.output_id], name=name)
+    return _assembled_seq2seq(decoder, walk, task)
+
+
+class ShortFormBuilder(ModelBuilder):
+    """A named model type that is a graph written in a few fields (`short_forms`).
+
+    It builds, checks and estimates the graph `short_forms.expand_short_form` writes
+    out, as `GraphBuilder` does for a graph written node by node; the model is named
+    by the type (`sequence_classifier`). Refusals name the short form's fields
+    (`model.encoder.units`), not the nodes. Subclasses check their own fields first.
+    """
+
+    def expansion(self, params: Any, task: Any) -> short_forms.Expansion:
+        return short_forms.expand_short_form(params, task.inputs.kind)
+
+    def check(self, params, task):
+        """The graph's problems (`check_nodes`), a layer over keras_seq's size limit
+        included, at the fields that set them."""
+        expansion = self.expansion(params, task)
+        problems = check_nodes(list(expansion.nodes), task, layer_limit=True)
+        return [
+            (expansion.field_of(problem.node_id).removeprefix("model").lstrip("."), problem.message)
+            for problem in problems
+        ]
+
+    def estimate(self, params, task):
+        """The expansion's nodes, counted from their layers built symbolically
+        (`estimate_nodes`), each at the field that sets its size."""
+        expansion = self.expansion(params, task)
+        return estimate_nodes(list(expansion.nodes), task, expansion.field_of)
+
+    def build(self, params, task):
+        return build_nodes(list(self.expansion(params, task).nodes), task, name=params.type)
+
+
+def _oversized(
+    nodes: list[dict[str, Any]], walk: graph_shapes.Walk
+) -> list[graph_shapes.NodeProblem]:
+    """Layers holding more weights than keras_seq allows one layer (`MAX_LAYER_PARAMS`); each
+    direction of a `Bidirectional` is a layer of its own."""
+    # Loaded already: the walk made the layers.
+    import keras
+
+    from keras_seq.validation import MAX_LAYER_PARAMS
+
+    found = []
+    for index, node in enumerate(nodes):
+        node_id, layer = node["id"], walk.layers.get(node["id"])
+        if isinstance(layer, keras.layers.Bidirectional):
+            layer = layer.forward_layer
+        count = int(layer.count_params()) if layer is not None and layer.built else 0
+        if count > MAX_LAYER_PARAMS:
+            found.append(
+                graph_shapes.NodeProblem(
+                    index,
+                    node_id,
+                    "params",
+                    f"{node_id} ({type(layer).__name__}) would hold {count:,} weights, more "
+                    f"than {MAX_LAYER_PARAMS:,}",
+                )
+            )
+    return found
 
 
 def _translates(task: Any) -> bool:
@@ -405,189 +545,23 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
     return GraphReport(shapes, edges, errors, params)
 
 
-# Plain stacks as graphs ---------------------------------------------------------------------
-
-
-def _node(node_id: str, layer: str, source: str | None, **params: Any) -> dict[str, Any]:
-    node: dict[str, Any] = {"id": node_id, "layer": layer}
-    if params:
-        node["params"] = params
-    if source is not None:
-        node["inputs"] = {"x": source}
-    return node
-
-
-def _rnn_nodes(model: Any, tokens: bool) -> list[dict[str, Any]]:
-    """`sequence._rnn_encoder` as nodes: the embedding, then one node per recurrent layer."""
-    encoder, nodes, x = model.encoder, [], "sequence"
-    if tokens:
-        dim = model.embedding_dim or sequence.DEFAULT_EMBEDDING_DIM
-        nodes.append(_node("token_embedding", "Embedding", x, output_dim=dim))
-        if model.mask_zero:
-            nodes[-1]["params"]["mask_zero"] = True
-        x = "token_embedding"
-    for index in range(encoder.num_layers):
-        params: dict[str, Any] = {"units": encoder.units, "dropout": encoder.dropout}
-        params["return_sequences"] = index < encoder.num_layers - 1
-        if encoder.cell == "cec_lstm":
-            params.update(forget_gate=bool(encoder.forget_gate), peephole=bool(encoder.peephole))
-            params.update(sequence.cec_arguments(encoder))
-        node_id = f"{encoder.cell}_{index}"
-        if encoder.bidirectional:
-            params["bidirectional"] = True
-            node_id = f"bidirectional_{index}"
-        nodes.append(_node(node_id, sequence.CELL_LAYERS[encoder.cell], x, **params))
-        x = node_id
-    return nodes
-
-
-def _transformer_nodes(model: Any, tokens: bool, length: int) -> list[dict[str, Any]]:
-    """`sequence._transformer_encoder` as nodes, block for block."""
-    encoder = model.encoder
-    if tokens:
-        first = _node("token_embedding", "Embedding", "sequence", output_dim=encoder.embedding_dim)
-        if model.mask_zero:
-            first["params"]["mask_zero"] = True
-    else:
-        first = _node("input_projection", "Dense", "sequence", units=encoder.embedding_dim)
-    nodes = [first]
-    if encoder.pooling == "class_token":
-        nodes.append(_node("class_token", "ClassToken", nodes[-1]["id"]))
-        length += 1
-    if encoder.positions == "sinusoidal":
-        nodes.append(_node("position_encoding", "SinusoidalPositionalEncoding", nodes[-1]["id"]))
-    else:
-        nodes.append(
-            _node(
-                "position_embedding",
-                "LearnedPositionalEmbedding",
-                nodes[-1]["id"],
-                max_length=length,
-            )
-        )
-    nodes.append(_node("embedding_dropout", "Dropout", nodes[-1]["id"], rate=encoder.dropout))
-    for index in range(encoder.num_layers):
-        block = {"num_heads": encoder.num_heads, "ff_dim": encoder.ff_dim}
-        block.update(dropout=encoder.dropout, norm_first=encoder.norm_first)
-        nodes.append(
-            _node(f"encoder_block_{index}", "TransformerEncoderBlock", nodes[-1]["id"], **block)
-        )
-    if encoder.norm_first:
-        nodes.append(
-            _node("encoder_layer_norm", "LayerNormalization", nodes[-1]["id"], epsilon=1e-5)
-        )
-    if encoder.pooling == "mean":
-        nodes.append(_node("mean_pooling", "MaskedMeanPooling", nodes[-1]["id"]))
-    else:
-        nodes.append(_node("class_token_pooling", "ClassTokenPooling", nodes[-1]["id"]))
-    return nodes
-
-
-# `keras_seq.models.vision_transformer`'s default, which the `vision_transformer` builder keeps.
-VIT_LAYER_NORM_EPSILON = 1e-6
-
-
-def _vit_nodes(model: Any) -> list[dict[str, Any]]:
-    """`keras_seq.models.vision_transformer` as nodes, block for block (pre-LN, GELU).
-
-    Its position embedding starts from a normal of standard deviation 0.02, which a
-    node's JSON params cannot say: the graph's starts from the layer's default.
-    """
-    size = {"patch_size": model.patch_size, "embedding_dim": model.embedding_dim}
-    nodes = [
-        _node("patch_embedding", "PatchEmbedding", "images", **size),
-        _node("class_token", "ClassToken", "patch_embedding"),
-        _node("position_embedding", "LearnedPositionalEmbedding", "class_token"),
-        _node("embedding_dropout", "Dropout", "position_embedding", rate=model.dropout),
-    ]
-    for index in range(model.num_layers):
-        block = {"num_heads": model.num_heads, "ff_dim": model.ff_dim, "dropout": model.dropout}
-        block.update(norm_first=True, activation="gelu", layer_norm_epsilon=VIT_LAYER_NORM_EPSILON)
-        nodes.append(
-            _node(f"encoder_block_{index}", "TransformerEncoderBlock", nodes[-1]["id"], **block)
-        )
-    nodes.append(
-        _node(
-            "encoder_layer_norm",
-            "LayerNormalization",
-            nodes[-1]["id"],
-            epsilon=VIT_LAYER_NORM_EPSILON,
-        )
-    )
-    nodes.append(_node("class_token_pooling", "ClassTokenPooling", nodes[-1]["id"]))
-    return nodes
-
-
-def _seq2seq_nodes(model: Any) -> list[dict[str, Any]]:
-    """An RNN `seq2seq` (`keras_seq.models.RNNSeq2Seq`) as an encoder graph and one decoder block.
-
-    The encoder is its layers, block for block (the source reversal, the embedding,
-    each recurrent layer, the dropout between them); `FinalStatePooling` hands the
-    last layer's final state `[h→_S; h←_1]` to the `RecurrentDecoder` block, whose
-    attention reads the last layer's states. With one GRU or simple-RNN layer that
-    is the model exactly (same weights, same probabilities). An edge carries one
-    tensor, so an LSTM decoder starts with `c_0 = 0` rather than the encoder's `c`,
-    and with several layers every decoder layer starts from the top layer's state.
-    """
-    arch, x = model.architecture, "source"
-    nodes = []
-    if model.reverse_source:
-        nodes.append(_node("source_reversal", "ReverseWithinLength", x))
-        x = "source_reversal"
-    nodes.append(
-        _node("source_embedding", "Embedding", x, output_dim=arch.embedding_dim, mask_zero=True)
-    )
-    x = "source_embedding"
-    if model.dropout:
-        nodes.append(_node("embedding_dropout", "Dropout", x, rate=model.dropout))
-        x = "embedding_dropout"
-    units = arch.units // 2 if arch.bidirectional else arch.units
-    for index in range(model.num_layers):
-        if index and model.dropout:
-            nodes.append(_node(f"encoder_dropout_{index}", "Dropout", x, rate=model.dropout))
-            x = nodes[-1]["id"]
-        params: dict[str, Any] = {"units": units, "return_sequences": True}
-        if arch.bidirectional:
-            params["bidirectional"] = True
-        nodes.append(_node(f"encoder_{index}", sequence.CELL_LAYERS[arch.cell], x, **params))
-        x = nodes[-1]["id"]
-    final = {"bidirectional": True} if arch.bidirectional else {}
-    nodes.append(_node("encoder_state", "FinalStatePooling", x, **final))
-    decoder = {"cell": arch.cell, "units": arch.units, "num_layers": model.num_layers}
-    decoder.update(attention=arch.attention, embedding_dim=arch.embedding_dim)
-    if arch.attention_units is not None:
-        decoder["attention_units"] = arch.attention_units
-    if arch.input_feeding:
-        decoder["input_feeding"] = True
-    if model.dropout:
-        decoder["dropout"] = model.dropout
-    nodes.append(
-        {
-            "id": "decoder",
-            "layer": graph_blocks.DECODER,
-            "params": decoder,
-            "inputs": {"memory": x, "state": "encoder_state"},
-        }
-    )
-    return nodes
-
-
-PLAIN_STACK_TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq2seq")
+# Short forms as graphs ------------------------------------------------------------------------
 
 
 def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
-    """The `graph` document of a plain stack (`sequence_classifier`, `sequence_regressor`, ViT)
-    or of an RNN `seq2seq`, whose decoder becomes one `RecurrentDecoder` block.
+    """The spec with its `model:` as the `graph` it is: "Open as graph" and `keras-seq graph`.
 
-    The graph builds the same layers in the same order (same parameter count,
-    same outputs with the same weights), named as the stack names them; for a
-    seq2seq, see `_seq2seq_nodes` for where an LSTM or a deep decoder starts
-    differently. A sweep is left out: its paths name the stack's fields, which a
-    graph does not have.
+    A `sequence_classifier`, `sequence_regressor` or `vision_transformer` becomes
+    the graph its builder builds (`short_forms.expand_short_form`: the same layers,
+    names, parameter count and outputs); an RNN `seq2seq` the graph of
+    `short_forms.seq2seq_nodes`, its decoder one `RecurrentDecoder` block (see
+    there for where an LSTM or a deep decoder starts differently). The other
+    sections are kept; a sweep is left out: its paths name the short form's fields,
+    which a graph does not have.
 
     Raises:
-        SpecError: at `model.type` for any other model type, at
-            `model.architecture` for a Transformer seq2seq.
+        SpecError: at `model.type` for a model type that does not open as a graph yet,
+            at `model.architecture` for a Transformer seq2seq.
     """
     spec = load_spec(spec)
     model = spec.model
@@ -601,30 +575,22 @@ def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
                 )
             ]
         )
-    if model.type not in PLAIN_STACK_TYPES:
+    if model.type not in short_forms.OPENS_AS_GRAPH:
+        types = short_forms.OPENS_AS_GRAPH
         raise SpecError(
             [
                 (
                     "model.type",
-                    f"only a {', '.join(PLAIN_STACK_TYPES[:-1])} or {PLAIN_STACK_TYPES[-1]} "
-                    f"opens as a graph, got {model.type!r}",
+                    f"only a {', '.join(types[:-1])} or {types[-1]} opens as a graph yet, "
+                    f"got {model.type!r}",
                 )
             ]
         )
-    source = "sequence"
-    if model.type == "vision_transformer":
-        source, nodes = "images", _vit_nodes(model)
-    elif model.type == "seq2seq":
-        source, nodes = "source", _seq2seq_nodes(model)
+    if model.type == "seq2seq":
+        nodes = short_forms.seq2seq_nodes(model)
     else:
         task = _task_shapes(json.dumps(spec.task.model_dump(mode="json"), sort_keys=True))
-        tokens = task.inputs.kind == "tokens"
-        if model.encoder.type == "rnn":
-            nodes = _rnn_nodes(model, tokens)
-        else:
-            nodes = _transformer_nodes(model, tokens, task.inputs.length)
-    head = {"sequence_regressor": "regressor", "seq2seq": "words"}.get(model.type, "classifier")
-    nodes = [_node(source, "Input", None), *nodes, _node(head, "Output", nodes[-1]["id"])]
+        nodes = list(short_forms.expand_short_form(model, task.inputs.kind).nodes)
     document = spec.to_dict()
     document.pop("sweep", None)
     document["model"] = {"type": "graph", "nodes": nodes}

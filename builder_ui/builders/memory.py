@@ -1,14 +1,21 @@
 """A model's memory, estimated from its spec before anything is allocated, and a budget for it.
 
-    spec + task shapes ─▶ builder.estimate (one `Part` per layer, from formulas)
+    spec + task shapes ─▶ builder.estimate (one `Part` per layer)
                        ─▶ MemoryEstimate (weights, gradients, optimiser state, one batch)
                        ─▶ check_budget: refuse, naming the field, what exceeds the budget
 
 A spec that passes validation may still ask for more memory than the machine
 has: `model.encoder.units: 26000` on a GRU is 4 billion weights, 65 GB with
-Adam. Building it to count its weights would allocate them, so each model
-builder counts them from its fields instead (`ModelBuilder.estimate`), with
-the same formulas Keras uses to shape the weights (tested against
+Adam. Building it to count its weights would allocate them, so a builder counts
+them without allocating (`ModelBuilder.estimate`). A `graph`, and each short
+form that builds as one (`sequence_classifier`, `sequence_regressor`,
+`vision_transformer`: `short_forms`), is counted from the model itself: its
+layers built symbolically, in a stateless scope that gives every weight a
+shape and no memory (`graph.estimate_nodes`), each layer's weights its
+`count_params()` and its activations what `kept_floats` reads off the built
+layer. The other types (`seq2seq`, `pointer_network`, `show_attend_tell`,
+`conv_lstm`) count from their fields with the formulas at the end of this
+module, the ones Keras uses to shape the weights (tested against
 `model.count_params()` for every preset).
 
 The estimate, in bytes (`MemoryEstimate.total_bytes`):
@@ -57,9 +64,10 @@ models that fit.
 
 from __future__ import annotations
 
+import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -343,7 +351,60 @@ def check_budget(
     )
 
 
+# --- Read off a built layer: what it keeps for the backward pass ------------------------------
+
+
+def kept_floats(layer: Any, inputs: Sequence[Sequence[Any]], output: Sequence[Any]) -> int:
+    """Floats per example a built layer keeps for the backward pass, read off the layer.
+
+    Its output; for every recurrent layer in it (`keras.layers.RNN`, inside a
+    `Bidirectional` too) each step's gates, state and output, `T · (kernel width
+    + 2 · units)`; for every `MultiHeadAttention` in it (a Transformer block's)
+    the scores and their softmax, `2 · heads · Tq · Tk`; and for every other
+    sublayer with weights (a block's projections, norms, feed-forward layers)
+    its output at each of the layer's output positions. A dimension Keras does
+    not know (None) counts as 1.
+
+    Args:
+        layer: The layer, built (symbolically will do: only shapes are read).
+        inputs: The shapes of the tensors it was called on, batch axis first.
+        output: The shape of its output, batch axis first.
+    """
+    import keras  # the layer exists, so Keras is loaded
+
+    def size(shape: Sequence[Any]) -> int:
+        return math.prod(int(d or 1) for d in shape)
+
+    positions = size(output[1:-1])  # where it writes a vector: steps, patches, 1 for one vector
+    # Every layer's recurrence runs over its input's time axis; attention reads all of its inputs.
+    steps = max((int(shape[1] or 1) for shape in inputs if len(shape) > 2), default=1)
+    kept = size(output[1:])
+    cells = set()
+    # Keras has no public walk over a layer's sublayers; `_flatten_layers` is its own.
+    for sub in layer._flatten_layers(include_self=True, recursive=True):
+        if isinstance(sub, keras.layers.RNN):
+            cell = sub.cell
+            cells.add(id(cell))
+            kept += steps * (int(cell.kernel.shape[-1]) + 2 * int(cell.units))
+        elif isinstance(sub, keras.layers.MultiHeadAttention):
+            kept += 2 * int(sub.num_heads) * positions * steps
+        elif sub is not layer and id(sub) not in cells and sub.weights:
+            kept += positions * _output_width(sub)
+    return kept
+
+
+def _output_width(layer: Any) -> int:
+    """The width of a sublayer's output at one position: its bias, scale or kernel's last axis."""
+    for name in ("bias", "gamma"):
+        weight = getattr(layer, name, None)
+        if weight is not None:
+            return math.prod(int(d) for d in weight.shape)
+    kernel = getattr(layer, "kernel", None)
+    return int(kernel.shape[-1]) if kernel is not None else 0
+
+
 # --- Formulas: the weights Keras creates, and what each layer keeps for the backward pass -----
+# (for the model types not counted from the model itself: see the module docstring)
 
 # Weight blocks of a recurrent cell: one for Elman's RNN, three gates for a GRU, four for an LSTM.
 GATE_BLOCKS = {"simple": 1, "gru": 3, "lstm": 4}

@@ -25,8 +25,8 @@ import numpy as np
 
 from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.fields import Units
 from builder_ui.builders.registry import register_model
-from builder_ui.builders.sequence import Units
 from builder_ui.specs import ModelParams
 
 MAX_INPUT_FEATURES = 2**16  # keras_seq.models.pointer.MAX_INPUT_FEATURES

@@ -36,8 +36,8 @@ from pydantic import Field, model_validator
 
 from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.fields import Layers, Rate, Units
 from builder_ui.builders.registry import register_model
-from builder_ui.builders.sequence import Layers, Rate, Units
 from builder_ui.specs import ModelParams, StrictModel, TypeShorthand
 
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")

@@ -30,8 +30,8 @@ from pydantic import AfterValidator, Field, model_validator
 
 from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.fields import Layers, Units
 from builder_ui.builders.registry import register_model
-from builder_ui.builders.sequence import Layers, Units
 from builder_ui.specs import ModelParams
 
 # Mirrors keras_seq.models.next_frame.MAX_KERNEL_SIZE (checked by a test).

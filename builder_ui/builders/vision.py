@@ -3,9 +3,11 @@
     image ─▶ P×P patches ─▶ class token ─▶ + learned positions ─▶ N × pre-LN block
           ─▶ LayerNorm ─▶ class token ─▶ classifier
 
-Built by `keras_seq.models.vision_transformer`. The image height and width
-must be multiples of `patch_size`; `prepare` checks that against the task's
-images before anything is built.
+A short form of a graph of blocks: the builder builds, checks and estimates
+the graph `short_forms.expand_short_form` writes out, the layers of
+`keras_seq.models.vision_transformer` block for block (`graph.ShortFormBuilder`).
+The image height and width must be multiples of `patch_size`; `prepare` checks
+that against the task's images before anything is built.
 
 Spec example:
 
@@ -19,10 +21,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from builder_ui.builders import memory
-from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.fields import Layers, Rate, Units
+from builder_ui.builders.graph import ShortFormBuilder
 from builder_ui.builders.registry import register_model
-from builder_ui.builders.sequence import Layers, Rate, Units
 from builder_ui.specs import ModelParams
 
 
@@ -58,7 +59,7 @@ class VisionTransformerParams(ModelParams):
 
 
 @register_model("vision_transformer")
-class VisionTransformer(ModelBuilder):
+class VisionTransformer(ShortFormBuilder):
     params = VisionTransformerParams
     input_kinds = ("image",)
     target_kinds = ("classification",)
@@ -68,6 +69,7 @@ class VisionTransformer(ModelBuilder):
         return params.embedding_dim
 
     def check(self, params, task):
+        """Patches that tile the task's images, then the graph's own check (`ShortFormBuilder`)."""
         height, width = task.inputs.height, task.inputs.width
         if height % params.patch_size or width % params.patch_size:
             return [
@@ -77,46 +79,4 @@ class VisionTransformer(ModelBuilder):
                     f"(task {task.name!r}), got {params.patch_size}",
                 )
             ]
-        return []
-
-    def estimate(self, params, task):
-        """The layers `build` makes, counted from the fields (see `memory.Part`)."""
-        image, d, ff = task.inputs, params.embedding_dim, params.ff_dim
-        field, size = "model.embedding_dim", params.patch_size
-        tokens = (image.height // size) * (image.width // size) + 1  # the patches, class token
-        patch = size * size * image.channels * d + d  # a Conv2D of P×P kernels, stride P
-        parts = [
-            memory.Part("patch_embedding", field, patch, tokens * d),
-            memory.Part("class_token", field, d, tokens * d),
-            memory.Part("position_embedding", field, tokens * d, tokens * d),
-        ]
-        block = memory.multi_head_attention(d) + 2 * memory.layer_norm(d)
-        for index in range(params.num_layers):
-            name = f"encoder_block_{index}"
-            scores = memory.attention_scores(params.num_heads, tokens, tokens)
-            parts += [
-                memory.Part(name, field, block, memory.block_activations(tokens, d, 0)),
-                memory.Part(name, "model.ff_dim", memory.feedforward(d, ff), 2 * tokens * ff),
-                memory.Part(name, "model.num_heads", 0, scores),
-            ]
-        classes = task.targets.num_classes
-        return [
-            *parts,
-            memory.Part("encoder_layer_norm", field, memory.layer_norm(d), tokens * d),
-            memory.Part("classifier", field, memory.dense(d, classes), classes),
-        ]
-
-    def build(self, params, task):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        from keras_seq.models import vision_transformer
-
-        return vision_transformer(
-            task.inputs,
-            patch_size=params.patch_size,
-            embedding_dim=params.embedding_dim,
-            num_layers=params.num_layers,
-            num_heads=params.num_heads,
-            ff_dim=params.ff_dim,
-            num_classes=task.targets.num_classes,
-            dropout=params.dropout,
-        )
+        return super().check(params, task)

@@ -702,7 +702,13 @@
       if (param.kind === "int") input.step = "1";
       if (param.kind === "float") input.step = "any";
       input.placeholder = param.default == null ? (param.required ? "required" : "none") : shown(param.default);
-      input.value = current === undefined || current === null ? "" : String(current);
+      // An initializer may be a {class_name, config} mapping: shown, and edited, as JSON.
+      input.value =
+        current === undefined || current === null
+          ? ""
+          : typeof current === "object" && !Array.isArray(current)
+            ? JSON.stringify(current)
+            : String(current);
       input.addEventListener("change", () => setParam(node.id, param.name, parsed(param, input.value)));
     }
     input.setAttribute("aria-label", `${param.name} of ${node.id}`);
@@ -721,6 +727,13 @@
     if (value === "") return undefined;
     if (param.kind === "int" && /^-?[0-9]+$/.test(value)) return parseInt(value, 10);
     if (param.kind === "float" && value !== "" && !Number.isNaN(Number(value))) return Number(value);
+    if (value.startsWith("{")) {
+      try {
+        return JSON.parse(value); // an initializer as Keras serializes it
+      } catch (error) {
+        return value; // kept as typed: the report names the parameter
+      }
+    }
     return value; // kept as typed: the report names the parameter
   }
 

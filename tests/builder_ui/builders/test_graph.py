@@ -300,6 +300,21 @@ def test_parameters_are_the_constructors_and_validated_as_it_validates_them():
     assert "unknown parameter 'name'" in found["model.nodes[2].params.name"]
 
 
+def test_an_initializer_may_be_given_as_keras_serializes_it_and_reaches_the_layer():
+    normal = {"class_name": "RandomNormal", "config": {"stddev": 0.02}}
+    embedding = node("embedding", "Embedding", "tokens", output_dim=8)
+    embedding["params"]["embeddings_initializer"] = normal
+    _, model = built(with_node(1, embedding))
+    initializer = model.get_layer("embedding").embeddings_initializer
+    assert isinstance(initializer, keras.initializers.RandomNormal)
+    assert initializer.stddev == 0.02
+    embedding["params"] = {"output_dim": normal}
+    found = problems(with_node(1, embedding))
+    assert found["model.nodes[1].params.output_dim"].startswith(
+        "a {class_name, config} mapping is only for an initializer (a parameter named "
+    )
+
+
 def test_an_embedding_needs_its_vocabulary_on_numeric_inputs():
     nodes = with_node(0, node("steps", "Input"))
     nodes[1] = node("embedding", "Embedding", "steps", output_dim=8)
@@ -483,81 +498,6 @@ def test_the_graph_preset_is_a_valid_attention_graph():
     assert report.shapes["encoder"] == "(None, 10, 16)"  # both directions of 8 units
     # No positions: the canvas lays the blocks out by depth, top to bottom.
     assert all(node.position is None for node in load_spec(document_).model.nodes)
-
-
-PLAIN_STACKS = {
-    "bidirectional_cec_lstm": (
-        TOKENS,
-        {
-            "type": "sequence_classifier",
-            "encoder": {
-                "type": "rnn",
-                "cell": "cec_lstm",
-                "units": 5,
-                "num_layers": 2,
-                "bidirectional": True,
-                "forget_gate": True,
-            },
-            "embedding_dim": 4,
-        },
-    ),
-    "transformer_class_token": (
-        TOKENS,
-        {
-            "type": "sequence_classifier",
-            "encoder": {
-                "type": "transformer",
-                "embedding_dim": 8,
-                "num_heads": 2,
-                "ff_dim": 8,
-                "num_layers": 1,
-                "norm_first": True,
-                "positions": "learned",
-                "pooling": "class_token",
-            },
-        },
-    ),
-    "numeric_transformer_regressor": (
-        NUMERIC,
-        {
-            "type": "sequence_regressor",
-            "encoder": {"type": "transformer", "embedding_dim": 8, "num_heads": 2, "ff_dim": 8},
-        },
-    ),
-    "vision_transformer": (
-        {"type": "digits"},
-        {
-            "type": "vision_transformer",
-            "patch_size": 4,
-            "embedding_dim": 8,
-            "num_heads": 2,
-            "ff_dim": 16,
-            "num_layers": 2,
-        },
-    ),
-}
-
-
-@pytest.mark.parametrize("case", sorted(PLAIN_STACKS))
-def test_a_plain_stack_opens_as_the_same_model_in_a_graph(case):
-    task, model_section = PLAIN_STACKS[case]
-    plain_document = {**document(STACK, task), "model": model_section}
-    prepared = prepare(plain_document)
-    keras.utils.set_random_seed(0)
-    plain = prepared.builder.build(prepared.spec.model, prepared.task)
-    graph_document = preset_as_graph(plain_document)
-    assert graph_report(graph_document).errors == {}
-    graph_prepared = prepare(graph_document)
-    graph_model = graph_prepared.builder.build(graph_prepared.spec.model, graph_prepared.task)
-    assert [layer.name for layer in graph_model.layers][1:] == [
-        layer.name for layer in plain.layers
-    ][1:]
-    assert graph_model.count_params() == plain.count_params()
-    graph_model.set_weights(plain.get_weights())
-    x = prepared.x_val[:8]
-    np.testing.assert_allclose(
-        graph_model.predict(x, verbose=0), plain.predict(x, verbose=0), atol=ATOL
-    )
 
 
 def test_only_plain_stacks_open_as_graphs():

@@ -113,6 +113,31 @@ def test_the_issues_gru_needs_tens_of_gigabytes_and_units_drive_it():
     assert found.driving_field() == "model.encoder.units"
 
 
+def test_a_recurrent_layer_keeps_its_gates_and_states_at_every_step():
+    found = _estimate(_gru(6))
+    kept = {part.name: part.activations for part in found.parts}
+    steps, units = 20, 6  # lag 20: 20 token ids per sequence
+    assert kept["token_embedding"] == steps * 8
+    # Each step: the 3 gate blocks, the candidate state and h; then the last h is the output.
+    assert kept["gru_0"] == steps * (3 * units + 2 * units) + units
+    assert kept["classifier"] == 2
+    assert {part.field for part in found.parts} == {"model.embedding_dim", "model.encoder.units"}
+
+
+def test_a_transformer_block_keeps_its_projections_norms_and_attention_scores():
+    document = _gru(6)
+    d, ff, heads = 8, 12, 2
+    document["model"] = {
+        "type": "sequence_classifier",
+        "encoder": {"type": "transformer", "embedding_dim": d, "num_heads": heads, "ff_dim": ff},
+    }
+    kept = {part.name: part.activations for part in _estimate(document).parts}
+    t = 20
+    # Q, K, V and the output projection, two norms, the feed-forward's two layers and the
+    # block's output, each at every step; the scores and their softmax, heads × T × T each.
+    assert kept["encoder_block_0"] == (4 + 2 + 1 + 1) * t * d + t * ff + 2 * heads * t * t
+
+
 def test_the_optimizer_sets_the_state_per_weight():
     document = _gru(64)
     sizes = {}
@@ -141,6 +166,7 @@ def test_the_same_model_under_a_larger_budget_passes_and_gets_its_estimate():
     assert found.parameters > 3 * 512 * 512
 
 
+@pytest.mark.large  # the check traces a training step through 64 GRU layers, symbolically
 def test_a_deeper_stack_drives_the_estimate_through_its_units():
     # 64 layers × 8000 units: the units of every layer, not the embedding, are the size.
     with allocates_little():

@@ -353,7 +353,7 @@ def test_incompatible_choices_are_refused_before_building(data, expected):
 def test_weights_beyond_the_budget_are_refused_without_allocating():
     data = make_spec("rnn_regressor")
     data["model"]["encoder"] = {"type": "rnn", "cell": "lstm", "units": 65536}
-    with pytest.raises(SpecError, match=r"^model\.encoder\.units: layer 0 would hold"):
+    with pytest.raises(SpecError, match=r"^model\.encoder\.units: lstm_0 \(LSTM\) would hold"):
         prepare(data)
 
 

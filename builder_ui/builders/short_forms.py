@@ -1,0 +1,296 @@
+"""Short forms: the named model types that are graphs of blocks written in a few fields.
+
+    model: {type: sequence_classifier, encoder: {type: rnn, cell: gru, units: 16}}
+      ─▶ expand_short_form(model, input_kind) ─▶ Expansion(nodes, fields)
+      ─▶ the graph builder's walk: build, check, memory estimate (`graph.ShortFormBuilder`)
+      ─▶ or the spec's `model:` as that graph (`graph.preset_as_graph`: "Open as graph",
+         `keras-seq graph`)
+
+`sequence_classifier`, `sequence_regressor` (either encoder) and
+`vision_transformer` are described here once, as the nodes of a `graph` model
+(`builder_ui.builders.graph`): one node per layer, its id the layer's name
+(`token_embedding`, `gru_0`, `encoder_block_1`, `classifier`), its params the
+layer's own constructor arguments. Their builders build that graph, check it
+and count its memory, so the model a short form trains is the graph it opens
+as on the canvas, layer for layer, and the same as the `keras_seq.models`
+factory a library user would call (`transformer_classifier`,
+`vision_transformer`, `recurrent_model`; tests/builder_ui/builders/
+test_graph_equivalence.py compares the three with the same weights).
+
+What a short form carries beyond its layers is in its nodes too:
+
+- the head: the `Output` block, a float32 softmax over the classes
+  (`classifier`) or a linear `regressor`, sized by the task;
+- masks: `mask_zero` on the token `Embedding`; Keras carries the mask through
+  the positions and the blocks to `MaskedMeanPooling`;
+- the pooling: `MaskedMeanPooling`, or a `ClassToken` before the positions and
+  `ClassTokenPooling` after the blocks;
+- ViT's position table, which starts from N(0, 0.02²) as in the paper's code:
+  its initializer as Keras serializes it (`{class_name: RandomNormal, config:
+  {stddev: 0.02}}`), a value a node's params may hold.
+
+`seq2seq_nodes` writes an RNN `seq2seq` the same way for the canvas; the
+`seq2seq` builder still builds its own model (see there for where they differ).
+
+Nothing here imports Keras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from builder_ui.builders.graph_blocks import DECODER, INPUT, OUTPUT
+
+# The model types `expand_short_form` writes out.
+EXPANDED_TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer")
+# The model types that open as a graph: those, and the RNN seq2seq (`seq2seq_nodes`).
+OPENS_AS_GRAPH = (*EXPANDED_TYPES, "seq2seq")
+
+# Each `encoder.cell` (and `architecture.cell` of a seq2seq) is this block.
+CELL_LAYERS = {"simple": "SimpleRNN", "gru": "GRU", "lstm": "LSTM", "cec_lstm": "CECLSTM"}
+# The `cec_lstm` cell's own options, passed to `keras_seq.layers.CECLSTM` when given.
+CEC_OPTIONS = (
+    "forget_gate",
+    "peephole",
+    "truncated_gradients",
+    "input_gate_bias",
+    "forget_gate_bias",
+    "output_gate_bias",
+    "cell_activation",
+    "output_activation",
+    "gate_activation",
+)
+# An `rnn` encoder's token vectors are this long unless `embedding_dim` says otherwise
+# (`keras_seq.models.recurrent_model`'s default too).
+DEFAULT_EMBEDDING_DIM = 16
+# The post-LN or pre-LN Transformer's norms (`keras_seq.models.transformer_classifier`).
+LAYER_NORM_EPSILON = 1e-5
+# ViT's norms and the start of its position table (Dosovitskiy et al. 2020, in their code;
+# `keras_seq.models.vision_transformer`).
+VIT_LAYER_NORM_EPSILON = 1e-6
+VIT_POSITION_STDDEV = 0.02
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """A short form written out as a graph.
+
+    Attributes:
+        nodes: The graph's nodes (`id`, `layer`, `params`, `inputs`), Input first.
+        fields: Node id → the short form's field (from the spec's root,
+            `model.encoder.units`) that sets the node's size: where a refusal
+            of the node, or the memory estimate, points.
+    """
+
+    nodes: tuple[dict[str, Any], ...]
+    fields: Mapping[str, str] = field(default_factory=dict)
+
+    def field_of(self, node_id: str | None) -> str:
+        """The field behind a node (`model` for a node no field sizes)."""
+        return self.fields.get(node_id, "model") if node_id is not None else "model"
+
+
+def cec_arguments(encoder: Any) -> dict[str, Any]:
+    """The `cec_lstm` options an encoder gives (None: not given), as `CECLSTM` arguments."""
+    given = {key: getattr(encoder, key, None) for key in CEC_OPTIONS}
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def expand_short_form(model: Any, input_kind: str) -> Expansion:
+    """The graph of a `sequence_classifier`, `sequence_regressor` or `vision_transformer`.
+
+    Args:
+        model: The validated `model:` section (its pydantic params).
+        input_kind: The task's input kind (`tokens`, `numeric`, `image`): token ids
+            go through an `Embedding`, numeric steps through a `Dense` projection
+            (Transformer) or straight into the first recurrent layer.
+
+    Returns:
+        An `Expansion`: Input, the layers in the order the factory makes them, Output.
+
+    Raises:
+        ValueError: a model type that has no expansion (see `EXPANDED_TYPES`).
+    """
+    if model.type == "vision_transformer":
+        source, nodes, fields = "images", *_vit_nodes(model)
+        head = "classifier"
+    elif model.type in ("sequence_classifier", "sequence_regressor"):
+        tokens = input_kind == "tokens"
+        if model.encoder.type == "rnn":
+            nodes, fields = _rnn_nodes(model, tokens)
+        else:
+            nodes, fields = _transformer_nodes(model, tokens)
+        source = "sequence"
+        head = "classifier" if model.type == "sequence_classifier" else "regressor"
+    else:
+        raise ValueError(
+            f"model type {model.type!r} has no expansion into a graph; expected one of "
+            f"{', '.join(EXPANDED_TYPES)}"
+        )
+    nodes = [node(source, INPUT, None), *nodes, node(head, OUTPUT, nodes[-1]["id"])]
+    fields = {**fields, head: fields[nodes[-2]["id"]]}  # the head's width is the encoder's
+    return Expansion(tuple(nodes), fields)
+
+
+def node(node_id: str, layer: str, source: str | None, **params: Any) -> dict[str, Any]:
+    """One node reading `source` through its port `x` (none for the Input)."""
+    found: dict[str, Any] = {"id": node_id, "layer": layer}
+    if params:
+        found["params"] = params
+    if source is not None:
+        found["inputs"] = {"x": source}
+    return found
+
+
+def _rnn_nodes(model: Any, tokens: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The embedding (token ids only), then one node per recurrent layer; the last returns
+    one vector per sequence."""
+    encoder, nodes, fields, x = model.encoder, [], {}, "sequence"
+    if tokens:
+        dim = model.embedding_dim or DEFAULT_EMBEDDING_DIM
+        embedding = {"output_dim": dim, **({"mask_zero": True} if model.mask_zero else {})}
+        nodes.append(node("token_embedding", "Embedding", x, **embedding))
+        fields["token_embedding"] = "model.embedding_dim"
+        x = "token_embedding"
+    for index in range(encoder.num_layers):
+        params: dict[str, Any] = {"units": encoder.units, "dropout": encoder.dropout}
+        params["return_sequences"] = index < encoder.num_layers - 1
+        if encoder.cell == "cec_lstm":
+            params.update(cec_arguments(encoder))
+        node_id = f"{encoder.cell}_{index}"
+        if encoder.bidirectional:
+            params["bidirectional"] = True
+            node_id = f"bidirectional_{index}"
+        nodes.append(node(node_id, CELL_LAYERS[encoder.cell], x, **params))
+        fields[node_id] = "model.encoder.units"
+        x = node_id
+    return nodes, fields
+
+
+def _transformer_nodes(model: Any, tokens: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """`keras_seq.models.transformer_classifier`'s layers, block for block (numeric steps
+    through a `Dense` projection instead of the embedding)."""
+    encoder = model.encoder
+    d = encoder.embedding_dim
+    if tokens:
+        embedding = {"output_dim": d, **({"mask_zero": True} if model.mask_zero else {})}
+        nodes = [node("token_embedding", "Embedding", "sequence", **embedding)]
+    else:
+        nodes = [node("input_projection", "Dense", "sequence", units=d)]
+
+    def then(node_id: str, layer: str, **params: Any) -> None:
+        nodes.append(node(node_id, layer, nodes[-1]["id"], **params))
+
+    if encoder.pooling == "class_token":
+        then("class_token", "ClassToken")  # (batch, 1 + time, d)
+    if encoder.positions == "sinusoidal":
+        then("position_encoding", "SinusoidalPositionalEncoding")
+    else:
+        then("position_embedding", "LearnedPositionalEmbedding")  # max_length: its input's
+    then("embedding_dropout", "Dropout", rate=encoder.dropout)
+    for index in range(encoder.num_layers):
+        then(
+            f"encoder_block_{index}",
+            "TransformerEncoderBlock",
+            num_heads=encoder.num_heads,
+            ff_dim=encoder.ff_dim,
+            dropout=encoder.dropout,
+            norm_first=encoder.norm_first,
+        )
+    if encoder.norm_first:  # pre-LN blocks leave their output unnormalised
+        then("encoder_layer_norm", "LayerNormalization", epsilon=LAYER_NORM_EPSILON)
+    if encoder.pooling == "mean":
+        then("mean_pooling", "MaskedMeanPooling")
+    else:
+        then("class_token_pooling", "ClassTokenPooling")
+    return nodes, {item["id"]: "model.encoder.embedding_dim" for item in nodes}
+
+
+def _vit_nodes(model: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """`keras_seq.models.vision_transformer`'s layers, block for block (pre-LN, GELU)."""
+    positions = {"class_name": "RandomNormal", "config": {"stddev": VIT_POSITION_STDDEV}}
+    size = {"patch_size": model.patch_size, "embedding_dim": model.embedding_dim}
+    nodes = [
+        node("patch_embedding", "PatchEmbedding", "images", **size),  # (batch, N, D)
+        node("class_token", "ClassToken", "patch_embedding"),  # (batch, N + 1, D)
+        node(
+            "position_embedding",
+            "LearnedPositionalEmbedding",
+            "class_token",
+            embeddings_initializer=positions,
+        ),
+        node("embedding_dropout", "Dropout", "position_embedding", rate=model.dropout),
+    ]
+    for index in range(model.num_layers):
+        block = {"num_heads": model.num_heads, "ff_dim": model.ff_dim, "dropout": model.dropout}
+        block.update(norm_first=True, activation="gelu", layer_norm_epsilon=VIT_LAYER_NORM_EPSILON)
+        nodes.append(
+            node(f"encoder_block_{index}", "TransformerEncoderBlock", nodes[-1]["id"], **block)
+        )
+    nodes.append(
+        node(
+            "encoder_layer_norm",
+            "LayerNormalization",
+            nodes[-1]["id"],
+            epsilon=VIT_LAYER_NORM_EPSILON,
+        )
+    )
+    nodes.append(node("class_token_pooling", "ClassTokenPooling", nodes[-1]["id"]))
+    return nodes, {item["id"]: "model.embedding_dim" for item in nodes}
+
+
+def seq2seq_nodes(model: Any) -> list[dict[str, Any]]:
+    """An RNN `seq2seq` (`keras_seq.models.RNNSeq2Seq`) as an encoder graph and one decoder block.
+
+    The encoder is its layers, block for block (the source reversal, the embedding,
+    each recurrent layer, the dropout between them); `FinalStatePooling` hands the
+    last layer's final state `[h→_S; h←_1]` to the `RecurrentDecoder` block, whose
+    attention reads the last layer's states. With one GRU or simple-RNN layer that
+    is the model exactly (same weights, same probabilities). An edge carries one
+    tensor, so an LSTM decoder starts with `c_0 = 0` rather than the encoder's `c`,
+    and with several layers every decoder layer starts from the top layer's state.
+    """
+    arch, x = model.architecture, "source"
+    nodes = [node("source", INPUT, None)]
+    if model.reverse_source:
+        nodes.append(node("source_reversal", "ReverseWithinLength", x))
+        x = "source_reversal"
+    nodes.append(
+        node("source_embedding", "Embedding", x, output_dim=arch.embedding_dim, mask_zero=True)
+    )
+    x = "source_embedding"
+    if model.dropout:
+        nodes.append(node("embedding_dropout", "Dropout", x, rate=model.dropout))
+        x = "embedding_dropout"
+    units = arch.units // 2 if arch.bidirectional else arch.units
+    for index in range(model.num_layers):
+        if index and model.dropout:
+            nodes.append(node(f"encoder_dropout_{index}", "Dropout", x, rate=model.dropout))
+            x = nodes[-1]["id"]
+        params: dict[str, Any] = {"units": units, "return_sequences": True}
+        if arch.bidirectional:
+            params["bidirectional"] = True
+        nodes.append(node(f"encoder_{index}", CELL_LAYERS[arch.cell], x, **params))
+        x = nodes[-1]["id"]
+    final = {"bidirectional": True} if arch.bidirectional else {}
+    nodes.append(node("encoder_state", "FinalStatePooling", x, **final))
+    decoder = {"cell": arch.cell, "units": arch.units, "num_layers": model.num_layers}
+    decoder.update(attention=arch.attention, embedding_dim=arch.embedding_dim)
+    if arch.attention_units is not None:
+        decoder["attention_units"] = arch.attention_units
+    if arch.input_feeding:
+        decoder["input_feeding"] = True
+    if model.dropout:
+        decoder["dropout"] = model.dropout
+    nodes.append(
+        {
+            "id": "decoder",
+            "layer": DECODER,
+            "params": decoder,
+            "inputs": {"memory": x, "state": "encoder_state"},
+        }
+    )
+    nodes.append(node("words", OUTPUT, "decoder"))
+    return nodes

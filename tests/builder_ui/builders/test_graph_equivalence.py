@@ -1,0 +1,128 @@
+"""A short form, its graph and the `keras_seq.models` factory are one model.
+
+For every preset and example spec of a type that builds from its graph
+(`sequence_classifier`, `sequence_regressor`, `vision_transformer`), three models
+are built: the short form as the app trains it, the `graph` spec `keras-seq graph`
+writes for it, and the model a library user gets from the factory
+(`recurrent_model`, `transformer_classifier`, `vision_transformer`), called here by
+hand from the spec's fields. They must hold the same number of parameters and,
+with the same random weights copied into each in layer order, give the same
+outputs on the task's validation sequences.
+
+`atol=1e-6`: the three run the same float32 kernels on the same values in the same
+order, so they agree to the last bits; 1e-6 leaves room for the round-off of a
+fused CPU kernel (oneDNN) chosen differently, far below the probabilities' scale.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import yaml
+
+from builder_ui.builders import load_spec, prepare, presets
+from builder_ui.builders.graph import preset_as_graph
+from keras_seq.layers import CECLSTM
+from keras_seq.models import recurrent_model, transformer_classifier, vision_transformer
+
+pytestmark = pytest.mark.large  # builds three models per spec and runs each
+
+ATOL = 1e-6  # see the module docstring
+TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer")
+
+
+def _documents() -> dict[str, dict]:
+    """Each example spec of the three types, by file stem, without its sweep."""
+    found = {}
+    for path in sorted(presets.SPECS_DIR.iterdir()):
+        if path.name.endswith(".yaml"):
+            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+            document.pop("sweep", None)  # a sweep's base spec is one model
+            if document["model"]["type"] in TYPES:
+                found[path.name.removesuffix(".yaml")] = document
+    return found
+
+
+DOCUMENTS = _documents()
+
+
+def test_every_preset_of_these_types_is_an_example_spec_covered_here():
+    keys = {
+        preset.key for preset in presets.arc_presets() if load_spec(preset.spec).model.type in TYPES
+    }
+    assert keys and keys <= set(DOCUMENTS)
+
+
+def _recurrent_layer(encoder) -> keras.layers.Layer:
+    """The encoder's recurrent stack as a user writes it for `recurrent_model`."""
+    layers = []
+    for index in range(encoder.num_layers):
+        options = {"return_sequences": index < encoder.num_layers - 1, "dropout": encoder.dropout}
+        if encoder.cell == "cec_lstm":
+            extra = {"forget_gate": bool(encoder.forget_gate), "peephole": bool(encoder.peephole)}
+            layer = CECLSTM(encoder.units, **extra, **options)
+        else:
+            cls = {"simple": "SimpleRNN", "gru": "GRU", "lstm": "LSTM"}[encoder.cell]
+            layer = getattr(keras.layers, cls)(encoder.units, **options)
+        layers.append(keras.layers.Bidirectional(layer) if encoder.bidirectional else layer)
+    return layers[0] if len(layers) == 1 else keras.Sequential(layers)
+
+
+def _factory_model(model, task) -> keras.Model:
+    """What a library user calls for this spec's model."""
+    if model.type == "vision_transformer":
+        return vision_transformer(
+            task.inputs,
+            model.patch_size,
+            model.embedding_dim,
+            model.num_layers,
+            model.num_heads,
+            model.ff_dim,
+            task.targets.num_classes,
+            dropout=model.dropout,
+        )
+    encoder = model.encoder
+    if encoder.type == "rnn":
+        return recurrent_model(
+            _recurrent_layer(encoder),
+            task.inputs,
+            task.targets,
+            embedding_dim=model.embedding_dim or 16,
+        )
+    return transformer_classifier(
+        task.inputs.vocab_size,
+        task.inputs.length,
+        task.targets.num_classes,
+        embedding_dim=encoder.embedding_dim,
+        num_layers=encoder.num_layers,
+        num_heads=encoder.num_heads,
+        ff_dim=encoder.ff_dim,
+        pooling=encoder.pooling,
+        positions=encoder.positions,
+        norm_first=encoder.norm_first,
+        dropout=encoder.dropout,
+        mask_zero=model.mask_zero,
+    )
+
+
+@pytest.mark.parametrize("key", sorted(DOCUMENTS))
+def test_the_short_form_its_graph_and_the_factory_are_the_same_model(key):
+    prepared = prepare(DOCUMENTS[key])
+    task = prepared.task
+    short = prepared.builder.build(prepared.spec.model, task)
+    graph_prepared = prepare(preset_as_graph(DOCUMENTS[key]))
+    graph = graph_prepared.builder.build(graph_prepared.spec.model, graph_prepared.task)
+    factory = _factory_model(prepared.spec.model, task)
+
+    assert short.count_params() == graph.count_params() == factory.count_params()
+    assert [layer.name for layer in graph.layers] == [layer.name for layer in short.layers]
+    # Random weights (biases and norms too, not their constant starts), the same in all three.
+    rng = np.random.default_rng(0)
+    weights = [rng.normal(0, 0.3, w.shape).astype("float32") for w in short.get_weights()]
+    for model in (short, graph, factory):
+        model.set_weights(weights)  # in layer order; refused if any shape differs
+    x = prepared.x_val[:16]
+    expected = factory.predict(x, verbose=0)
+    np.testing.assert_allclose(short.predict(x, verbose=0), expected, atol=ATOL, rtol=0)
+    np.testing.assert_allclose(graph.predict(x, verbose=0), expected, atol=ATOL, rtol=0)

@@ -15,6 +15,7 @@
     keras-seq resume RUN|SWEEP [--runs DIR]
     keras-seq schema [--out FILE]
     keras-seq validate SPEC [--set FIELD=VALUE ...] [--memory-budget SIZE]
+    keras-seq graph SPEC [--out FILE] [--force]
 
 Every command takes `--verbose`, which shows TensorFlow's native start-up
 lines (hidden by default, see `builder_ui.engine.native_logs`).
@@ -989,6 +990,57 @@ def _estimate_line(found, model_type: str, detailed: bool = False) -> str:
     return f"{found.parameters:,} parameters; training needs {needs}"
 
 
+# --- keras-seq graph ------------------------------------------------------------------------------
+
+
+def _configure_graph(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", type=Path, metavar="SPEC", help="experiment spec (.yaml or .json)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write to FILE instead of stdout; refused if FILE exists",
+    )
+    parser.add_argument("--force", action="store_true", help="replace the file at --out")
+
+
+def _run_graph(args: argparse.Namespace) -> int:
+    """Write the spec with its `model:` as the graph of blocks it builds (YAML).
+
+    The same call as the app's "Open as graph" (`builders.graph.preset_as_graph`): a
+    `sequence_classifier`, `sequence_regressor`, `vision_transformer` or RNN `seq2seq`
+    becomes its layers, one node each. A sweep is left out (its paths name the short
+    form's fields), with a note on stderr.
+    """
+    out = args.out
+    if out is not None and out.is_dir():
+        raise InputError(f"--out: {str(out)!r} is a directory; name a file")
+    if out is not None and out.exists() and not args.force:
+        raise InputError(f"--out: {str(out)!r} exists; pass --force to replace it")
+    spec = load_spec_argument(args)
+
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    import yaml
+
+    from builder_ui import files
+    from builder_ui.builders.graph import preset_as_graph
+
+    document = preset_as_graph(spec)
+    if spec.sweep is not None:
+        print(
+            f"{PROG} graph: note: the sweep was left out: its paths name fields of "
+            f"{spec.model.type!r}, which the graph does not have",
+            file=sys.stderr,
+        )
+    text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        files.write_text(out, text)
+        print(f"wrote {out}", file=sys.stderr)
+    return EXIT_OK
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("ui", "start the model builder web app", _configure_ui, _run_ui),
     Command("train", "train one experiment spec", _configure_train, _guarded(_run_train)),
@@ -1007,6 +1059,12 @@ COMMANDS: tuple[Command, ...] = (
         "check a spec without training it",
         _configure_validate,
         _guarded(_run_validate),
+    ),
+    Command(
+        "graph",
+        "write a spec with its model as a graph of blocks",
+        _configure_graph,
+        _guarded(_run_graph),
     ),
     Command("lab", "run the bottleneck lab and write its report", lab_cli.configure, lab_cli.run),
 )

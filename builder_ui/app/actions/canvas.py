@@ -250,9 +250,10 @@ def open_as_graph(text: str) -> tuple[str, Check]:
 
     A `sequence_classifier` or `sequence_regressor` (rnn or transformer encoder), a
     `vision_transformer`, or an RNN `seq2seq` (its decoder one `RecurrentDecoder` block)
-    becomes the graph `builders.graph.preset_as_graph` gives: the same layers, names,
-    parameter count and outputs, so a preset of the arc can be taken apart and rewired. The other
-    sections are kept; the blocks get no positions (the canvas lays them out by depth).
+    becomes the graph `builders.graph.preset_as_graph` gives (as `keras-seq graph` does): the
+    same layers, names, parameter count and outputs, so a preset of the arc can be taken apart
+    and rewired. The other sections are kept; the blocks get no positions (the canvas lays them
+    out by depth).
 
     Raises:
         AppError: the YAML is malformed, the spec is invalid, or its model is not a plain

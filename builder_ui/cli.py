@@ -276,11 +276,18 @@ def parse_override(text: str) -> tuple[list[str], object]:
     """`"train.epochs=2"` → `(["train", "epochs"], 2)`; the value is read as YAML."""
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.specs import SpecError, parse_yaml
+    from builder_ui.specs.documents import MAX_SPEC_DEPTH
 
     path, sep, value = text.partition("=")
     parts = path.strip().split(".")
     if not sep or not all(part.strip() for part in parts):
         raise InputError(f"--set expects FIELD=VALUE with a dotted field path, got {text!r}")
+    if len(parts) > MAX_SPEC_DEPTH:  # nested dicts that deep overflow Python's recursion
+        shown = path if len(path) <= 40 else f"{path[:40]}..."
+        raise InputError(
+            f"--set {shown}: a field path of {len(parts):,} parts, deeper than a spec nests "
+            f"(at most {MAX_SPEC_DEPTH})"
+        )
     try:
         parsed = parse_yaml(value) if value.strip() else None
     except SpecError as error:

@@ -42,14 +42,25 @@ def _fail(path: Path, line: int | None, message: str) -> DataFileError:
 
 
 def read_text(path: str | Path, *, max_bytes: int) -> str:
-    """Read a UTF-8 text file of at most `max_bytes` (a BOM is allowed and dropped)."""
+    """Read a UTF-8 text file of at most `max_bytes` (a BOM is allowed and dropped).
+
+    The size is checked before reading, and the read stops one byte past `max_bytes`
+    too, for files whose size says nothing (`/proc` files say 0). A file that cannot be
+    read (`/proc/self/pagemap`: "Invalid argument") is named with the reason.
+    """
     path = Path(path)
     if not path.is_file():
         raise _fail(path, None, "no such file")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise _fail(path, None, f"{size:,} bytes, more than max_bytes={max_bytes:,}")
-    raw = path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise _fail(path, None, f"{size:,} bytes, more than max_bytes={max_bytes:,}")
+        with path.open("rb") as file:
+            raw = file.read(max_bytes + 1)
+    except OSError as error:
+        raise _fail(path, None, f"cannot be read: {error.strerror or error}") from None
+    if len(raw) > max_bytes:
+        raise _fail(path, None, f"more than max_bytes={max_bytes:,} bytes")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:

@@ -31,6 +31,7 @@ from typing import Any
 
 from builder_ui.builders import graph_blocks
 from builder_ui.builders.graph_blocks import DECODER, INPUT, OUTPUT
+from builder_ui.specs.errors import shown
 
 MAX_MESSAGE = 400  # characters of a layer's own error message kept
 CACHE_SIZE = 1024  # symbolic outcomes kept (see `_OutcomeCache`)
@@ -316,11 +317,24 @@ def layer_words(error: BaseException) -> str:
 
 
 def _param_problems(index: int, node: Mapping[str, Any], item: Any) -> list[NodeProblem]:
-    """Parameters that the layer's constructor does not take, or required ones left out."""
+    """Parameters that the layer's constructor does not take, required ones left out, and
+    booleans given as anything but true or false (a Keras layer takes `mask_zero: "yes"`, or
+    `"false"`, as true; keras_seq's layers refuse them, `keras_seq.validation.boolean`)."""
     offered = {param.name: param for param in graph_blocks.parameters(item)}
     given = node.get("params", {})
     label = _label(node)
     problems = [
+        NodeProblem(
+            index,
+            node["id"],
+            f"params.{name}",
+            f"{label}: Received an invalid value for argument `{name}`, expected True or "
+            f"False, got {shown(value)}.",
+        )
+        for name, value in given.items()
+        if name in offered and offered[name].kind == "bool" and not isinstance(value, bool)
+    ]
+    problems += [
         NodeProblem(
             index,
             node["id"],

@@ -1,25 +1,26 @@
 """Spec documents: YAML and JSON text or files in, plain data out, and specs back to text.
 
 Reading is strict where YAML is loose: duplicate keys are refused (with the
-line of the first), `1e-3` is a number (YAML 1.2, not 1.1's string), and JSON's
-`NaN`/`Infinity` are refused. A syntax error becomes a `SpecError` naming the
-line and column. The work of reading is bounded before it is done: by bytes
-(`MAX_SPEC_BYTES`), nesting (`MAX_SPEC_DEPTH`) and values after YAML's aliases
-are expanded (`MAX_SPEC_NODES`). Nothing here validates fields: `builder_ui.specs.validation`
-does that with the builders' types.
+line of the first), in JSON too; a key that is a list or a mapping (YAML's
+`? [a, b]`) is refused; `1e-3` is a number (YAML 1.2, not 1.1's string), and
+JSON's `NaN`/`Infinity` are refused. Each of these, and a syntax error, becomes
+a `SpecError` naming the line and column. The work of reading is bounded before
+it is done: by bytes (`MAX_SPEC_BYTES`), nesting (`MAX_SPEC_DEPTH`) and values
+after YAML's aliases are expanded (`MAX_SPEC_NODES`). Nothing here validates
+fields: `builder_ui.specs.validation` does that with the builders' types.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from builder_ui.specs.errors import SpecError
+from builder_ui.specs.errors import SpecError, shown
 from builder_ui.specs.models import ExperimentSpec
 
 # A spec is a page of text; anything larger is not a spec.
@@ -38,7 +39,16 @@ class _SpecLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _SpecLoader, node: yaml.MappingNode, deep: bool = False):
     seen = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
+        # Deep for a key that is a list or a mapping, so that it is whole when shown.
+        key = loader.construct_object(key_node, deep=deep or key_node.id != "scalar")
+        if not isinstance(key, Hashable):  # `? [a, b]`: a list or a mapping as a key
+            kind = "list" if isinstance(key, list) else "mapping"
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping",
+                node.start_mark,
+                f"found a key that is a {kind} ({shown(key)}); a spec's keys are names",
+                key_node.start_mark,
+            )
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 "while reading a mapping",
@@ -145,9 +155,11 @@ def parse_json(text: str, source: str = "") -> Any:
 
     JSON has no aliases, but it nests: past `MAX_SPEC_DEPTH` levels it is
     refused with one message (deeper than Python's recursion limit, before the
-    decoder recurses that far).
+    decoder recurses that far). A key twice in one object (Python's decoder
+    keeps the last) and `NaN`/`Infinity` (which it reads as floats) are refused
+    at their line and column (`_check_json_structure`).
     """
-    _check_json_depth(text, source)
+    _check_json_structure(text, source)
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
@@ -157,26 +169,54 @@ def parse_json(text: str, source: str = "") -> Any:
         ) from None
 
 
-def _check_json_depth(text: str, source: str) -> None:
-    """Refuse JSON whose brackets nest deeper than `MAX_SPEC_DEPTH` (strings skipped)."""
-    depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > MAX_SPEC_DEPTH:
+# What `_check_json_structure` looks at: strings (skipped whole, or read as keys), brackets,
+# and the constants Python's decoder takes but JSON does not.
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]|-?Infinity|NaN', re.DOTALL)
+_COLON = re.compile(r"[ \t\r\n]*:")
+
+
+def _check_json_structure(text: str, source: str) -> None:
+    """Refuse JSON nested past `MAX_SPEC_DEPTH`, with a key twice in one object, or `NaN`.
+
+    One pass over the text's strings and brackets, before it is decoded: the
+    open objects' keys are kept (with where each was first seen), so a
+    duplicate is named at its own line and column with the line of the first.
+    """
+    open_objects: list[dict[str, int] | None] = []  # per open bracket: its keys, or None
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token == "{" or token == "[":
+            if len(open_objects) >= MAX_SPEC_DEPTH:
                 raise _too_deep(source)
-        elif char in "]}":
-            depth -= 1
+            open_objects.append({} if token == "{" else None)
+        elif token == "}" or token == "]":
+            if open_objects:
+                open_objects.pop()
+        elif token.startswith('"'):
+            keys = open_objects[-1] if open_objects else None
+            if keys is not None and _COLON.match(text, match.end()):
+                key = _json_string(token)
+                if key in keys:
+                    first = text.count("\n", 0, keys[key]) + 1
+                    problem = f"duplicate key {key!r} (first on line {first})"
+                    raise _json_error(source, text, match.start(), problem)
+                keys[key] = match.start()
+        else:
+            raise _json_error(source, text, match.start(), f"{token} is not a JSON number")
+
+
+def _json_string(token: str) -> str:
+    """A JSON string's value (escapes read); its raw text if it is malformed."""
+    try:
+        return json.loads(token)
+    except ValueError:
+        return token[1:-1]
+
+
+def _json_error(source: str, text: str, position: int, problem: str) -> SpecError:
+    line = text.count("\n", 0, position) + 1
+    column = position - text.rfind("\n", 0, position)
+    return SpecError(f"{_source(source)}malformed JSON at line {line}, column {column}: {problem}")
 
 
 def _source(source: str) -> str:

@@ -68,14 +68,29 @@ def read_parallel_text(path, *, malformed="raise"):
     """
     path = _check_path(path)
     malformed = validation.one_of("malformed", malformed, ("raise", "skip"))
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
+    too_large = (
+        f"more than the {MAX_FILE_BYTES:,} bytes (MAX_FILE_BYTES) a parallel text file may "
+        "hold. Split it or keep the sentences you need."
+    )
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ValueError(
+                f"Received an invalid value for argument `path`: {str(path)!r} holds {size:,} "
+                f"bytes, {too_large}"
+            )
+        # Read one byte past the bound: a file may say it holds 0 bytes (`/proc` files).
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
         raise ValueError(
-            f"Received an invalid value for argument `path`: {str(path)!r} holds {size:,} "
-            f"bytes, more than the {MAX_FILE_BYTES:,} bytes (MAX_FILE_BYTES) a parallel text "
-            "file may hold. Split it or keep the sentences you need."
+            f"Received an invalid value for argument `path`: {str(path)!r} cannot be read: "
+            f"{error.strerror or error}."
+        ) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(
+            f"Received an invalid value for argument `path`: {str(path)!r} holds {too_large}"
         )
-    data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

@@ -13,6 +13,10 @@
   (`pointer_network`), `seq2seq` (`seq2seq`), `graph` (`graph`: blocks wired
   on the canvas; `graph_blocks` its catalog, `graph_shapes` its walk). Importing
   this package registers them; each imports Keras only when it builds a model.
+- `short_forms`: `sequence_classifier`, `sequence_regressor` and
+  `vision_transformer` written out as graph nodes, the one description of their
+  layers, which their builders build through the graph's walk; `fields` the field
+  types every model type shares.
 - `spatiotemporal`, built in too: `conv_lstm`, the next frames of a video
   (Shi et al. 2015), or with `layout: flat` the frame-flattening LSTM of equal size.
 """

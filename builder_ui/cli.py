@@ -1027,19 +1027,16 @@ def _run_graph(args: argparse.Namespace) -> int:
     spec = load_spec_argument(args)
 
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    import yaml
-
     from builder_ui import files
-    from builder_ui.builders.graph import preset_as_graph
+    from builder_ui.builders.graph import graph_text
 
-    document = preset_as_graph(spec)
+    text = graph_text(spec)
     if spec.sweep is not None:
         print(
             f"{PROG} graph: note: the sweep was left out: its paths name fields of "
             f"{spec.model.type!r}, which the graph does not have",
             file=sys.stderr,
         )
-    text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
     if out is None:
         sys.stdout.write(text)
     else:

@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -595,3 +596,8 @@ def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
     document.pop("sweep", None)
     document["model"] = {"type": "graph", "nodes": nodes}
     return document
+
+
+def graph_text(spec: Mapping[str, Any] | ExperimentSpec) -> str:
+    """`preset_as_graph(spec)` as YAML, as `keras-seq graph` writes it (raises as it does)."""
+    return yaml.safe_dump(preset_as_graph(spec), sort_keys=False, allow_unicode=True, width=100)

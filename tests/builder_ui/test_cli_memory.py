@@ -49,7 +49,8 @@ def _backend_loaded():
     ("encoder", "value"),
     [
         ({"units": 26000, "bidirectional": True}, "26000"),
-        ({"units": 8000, "num_layers": 64}, "8000"),
+        # Large: the check traces a training step through the 64 layers, symbolically.
+        pytest.param({"units": 8000, "num_layers": 64}, "8000", marks=pytest.mark.large),
     ],
     ids=["gru_26000_units", "64_layers_of_8000"],
 )

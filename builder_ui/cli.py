@@ -174,6 +174,10 @@ def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             f"refusing to serve on non-loopback host {args.host!r} without authentication; "
             "pass --auth USER:PASS to allow it"
         )
+    # The run store's folder, or the first of its parents that exists, must be a folder.
+    existing = next(path for path in (args.runs, *args.runs.absolute().parents) if path.exists())
+    if not existing.is_dir():
+        parser.error(f"--runs: expected a folder of runs, but {str(existing)!r} is a file")
     limits: dict[str, object] = {}  # given options only: the page holds the defaults
     for directory in args.data_dirs:
         if not directory.is_dir():
@@ -187,7 +191,7 @@ def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         limits["max_upload_bytes"] = args.max_upload_mb * 2**20
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.app.page import launch
-    from builder_ui.app.serving import check_proxy_address
+    from builder_ui.app.serving import ListenError, check_proxy_address
 
     for address in args.trusted_proxies:
         try:
@@ -197,7 +201,10 @@ def _run_ui(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         limits["trusted_proxies"] = args.trusted_proxies
 
     _pass_memory_budget(args)
-    launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth, **limits)
+    try:
+        launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth, **limits)
+    except ListenError as error:  # a port in use: said before the app is built
+        parser.error(str(error))
     return 0
 
 

@@ -177,7 +177,12 @@ def launch(
     Ctrl+C or SIGTERM (also while starting) interrupts the run training at
     once (it ends `interrupted`, resumable: the Train tab offers it when the app
     starts again), closes the server, cancels the queued runs, and returns.
+
+    Raises:
+        serving.ListenError: The port is in use, or the host cannot be listened
+            on: checked first, before the app is built.
     """
+    serving.check_listen(host, port)
     app = None
 
     def interrupt(signum: int, frame: object) -> None:

@@ -13,6 +13,9 @@
   files just under the cap were all taken. A `Content-Length` over the cap is
   answered 413 before the body is read; a body without one (chunked) is
   counted as it streams and answered 413 when it passes the cap.
+- A multipart request whose boundary is longer than RFC 2046's 70 characters
+  (or empty) is answered 400 (`MultipartBoundaryCheck`): Gradio's upload route
+  answered a 100 KB boundary with 500 and a traceback in the log.
 - With `--auth`, failed logins are throttled per client address
   (`LoginThrottle`): after `FREE_LOGIN_FAILURES`, `POST /login` is answered
   429 with `Retry-After` for a delay that doubles with each failure, up to
@@ -33,9 +36,11 @@ Gradio's FastAPI app (`app_kwargs`) and launches it inside `trusted_proxies(...)
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import math
 import os
+import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -57,6 +62,8 @@ SECURITY_HEADERS = (
 # The multipart framing of an upload around its file (boundaries, part headers, the
 # file's name): a few hundred bytes; 64 KiB leaves room for long names and extra fields.
 FORM_OVERHEAD_BYTES = 64 * 1024
+# RFC 2046, section 5.1.1: a multipart boundary is 1 to 70 characters.
+MAX_BOUNDARY_CHARS = 70
 # Failed logins from one address before the throttle answers 429, and its delays.
 FREE_LOGIN_FAILURES = 3
 FIRST_LOGIN_DELAY_S = 1.0
@@ -102,6 +109,43 @@ async def _answer(send: Any, status: int, text: str, headers: tuple = ()) -> Non
     ]
     await send({"type": "http.response.start", "status": status, "headers": start_headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _multipart_boundary(scope: dict) -> str | None:
+    """The `boundary` parameter of a `multipart/*` Content-Type; None for any other request."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"content-type":
+            media_type, *parameters = value.decode("latin-1").split(";")
+            if not media_type.strip().lower().startswith("multipart/"):
+                return None
+            for parameter in parameters:
+                key, _, text = parameter.strip().partition("=")
+                if key.strip().lower() == "boundary":
+                    return text.strip().strip('"')
+            return None
+    return None
+
+
+class MultipartBoundaryCheck:
+    """ASGI middleware: answer 400 to a multipart request whose boundary RFC 2046 refuses.
+
+    Checked from the headers, before the body is read; other requests pass untouched.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            boundary = _multipart_boundary(scope)
+            if boundary is not None and not 1 <= len(boundary) <= MAX_BOUNDARY_CHARS:
+                text = (
+                    f"Bad request: the multipart boundary has {len(boundary):,} characters; "
+                    f"RFC 2046 allows at most {MAX_BOUNDARY_CHARS} (and at least 1)."
+                )
+                await _answer(send, 400, text, ((b"connection", b"close"),))
+                return
+        await self.app(scope, receive, send)
 
 
 def _content_length(scope: dict) -> int | None:
@@ -295,6 +339,41 @@ def trusted_proxies(addresses: Sequence[str] = ()) -> Iterator[None]:
             os.environ[FORWARDED_ALLOW_IPS] = previous
 
 
+class ListenError(Exception):
+    """The server cannot listen where it was asked to; the message names the host and port."""
+
+
+def check_listen(host: str, port: int) -> None:
+    """Refuse at once a host and port the server could not listen on, a port in use above all.
+
+    Binds a socket as uvicorn does (`SO_REUSEADDR`, so a port another server just
+    left is free) and closes it: Gradio found a port in use only after the app was
+    built and its training processes started, and said so in a traceback.
+
+    Raises:
+        ListenError: Naming the port in use, or the host that cannot be listened on.
+    """
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError) as error:
+        raise ListenError(f"cannot listen on host {host!r}: {error}") from None
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise ListenError(
+                    f"port {port} on {host} is in use by another program; choose another "
+                    "with --port"
+                ) from None
+            raise ListenError(
+                f"cannot listen on {host} port {port}: {error.strerror or error}"
+            ) from None
+
+
 def allowed_hosts(host: str) -> list[str]:
     """The `Host` names an unauthenticated app answers: its bound address and loopback."""
     hosts = [*LOOPBACK_HOSTS]
@@ -314,12 +393,13 @@ def middleware(
     """The middleware of the app's server, outermost first.
 
     Security headers (on every answer, refusals included); the Host check without
-    auth; the request size cap (`max_request_bytes`, default `request_cap()`); the
-    login throttle with auth.
+    auth; the multipart boundary check; the request size cap (`max_request_bytes`,
+    default `request_cap()`); the login throttle with auth.
     """
     stack = [Middleware(SecurityHeaders)]
     if auth is None:
         stack.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host)))
+    stack.append(Middleware(MultipartBoundaryCheck))
     cap = request_cap() if max_request_bytes is None else max_request_bytes
     stack.append(Middleware(RequestSizeLimit, max_bytes=cap))
     if auth is not None:

@@ -12,8 +12,9 @@ accepts is exactly what training reads:
   with numeric inputs and `target: regression`.
 
 `check_upload` refuses, with a message naming the file and the line, a file
-larger than `MAX_UPLOAD_BYTES` (or the app's `--max-upload-mb`), one that is
-not UTF-8, a ragged or otherwise malformed row, a non-finite number; and
+larger than `MAX_UPLOAD_BYTES` (or the app's `--max-upload-mb`) or than its
+kind's loader reads (`reading_limit`: both by its size, before it is read), one
+that is not UTF-8, a ragged or otherwise malformed row, a non-finite number; and
 stores nothing then. A good file is
 copied (through a temporary name) to `<runs>/_uploads/<sha256 prefix>/<name>`,
 where it stays for the runs that use it (a run's spec names its data file,
@@ -34,6 +35,7 @@ from typing import Any
 
 from builder_ui import builders, files
 from builder_ui.builders import load_spec
+from builder_ui.builders.tasks import CsvSequencesParams
 from builder_ui.specs import SpecError
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
@@ -125,14 +127,17 @@ def _is_number(text: str) -> bool:
 def _task_for(path: Path, kind: str, text: str, delimiter: str) -> dict[str, Any]:
     if kind == "parallel_text":
         return {"type": "parallel_text", "path": str(path)}
-    first = next(
-        (
-            cells
-            for cells in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-            if cells and any(c.strip() for c in cells)
-        ),
-        [],
-    )
+    try:
+        first = next(
+            (
+                cells
+                for cells in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+                if cells and any(c.strip() for c in cells)
+            ),
+            [],
+        )
+    except csv.Error:  # the loader names the line and the reason (`_load`)
+        first = []
     if kind == "numeric_series":
         inputs, target = "numeric", "regression"
     else:
@@ -156,6 +161,16 @@ def _load(task: dict[str, Any]) -> Any:
         }
     )
     return builders.load_task(spec)
+
+
+def reading_limit(kind: str) -> int:
+    """The largest file of `kind` that its task's loader reads, in bytes."""
+    if kind == "parallel_text":
+        # Keras loads on first use, not on import (the app starts without it).
+        from keras_seq.tasks.parallel_text import MAX_FILE_BYTES
+
+        return MAX_FILE_BYTES
+    return CsvSequencesParams.model_fields["max_bytes"].default
 
 
 def check_upload(
@@ -194,6 +209,12 @@ def check_upload(
     if size > max_bytes:
         return _refuse(
             f"{name}: {size:,} bytes is more than an upload may have ({max_bytes:,} bytes)."
+        )
+    limit = reading_limit(kind)
+    if size > limit:  # the loader would refuse it after the whole file was read twice
+        return _refuse(
+            f"{name}: {size:,} bytes is more than a file of this kind may have ({limit:,} "
+            "bytes); split it or keep the rows you need."
         )
     if size == 0:
         return _refuse(f"{name}: the file is empty.")

@@ -50,6 +50,7 @@ import importlib.util
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -284,8 +285,14 @@ def _check_batch_size(format: str, batch_size: int | None) -> int | None:
 
 
 def _out_path(out: Path, format: str, force: bool) -> Path:
-    """Where `out=` puts the export, checked before anything is exported or written."""
+    """Where `out=` puts the export, checked before anything is exported or written.
+
+    A path that is there but is neither a regular file nor a folder (`/dev/null`, a
+    pipe, a socket) is refused, with or without force: its name was given a suffix and
+    the export written beside it, in /dev.
+    """
     out = out.expanduser()
+    _refuse_special(out)
     if format in SUFFIXES:
         if out.is_dir():
             out = out / FILES[format]
@@ -298,6 +305,7 @@ def _out_path(out: Path, format: str, force: bool) -> Path:
             )
         if out.is_dir():
             raise ExportError(f"out: {str(out)!r} is a directory; give a file path")
+        _refuse_special(out)
         if out.exists() and not force:
             raise ExportError(f"out: {str(out)!r} exists; pass force (--force) to replace it")
         return out
@@ -314,6 +322,29 @@ def _out_path(out: Path, format: str, force: bool) -> Path:
                 f"out: {str(out)!r} holds a SavedModel; pass force (--force) to replace it"
             )
     return out
+
+
+_SPECIAL_FILES = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _refuse_special(out: Path) -> None:
+    """Refuse an `out` that exists and is neither a regular file nor a folder."""
+    try:
+        mode = out.stat().st_mode  # through a symbolic link: what would be written to
+    except OSError:
+        return  # not there (or not reachable): nothing to replace
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = next((what for test, what in _SPECIAL_FILES if test(mode)), "a special file")
+    raise ExportError(
+        f"out: {str(out)!r} is {kind}, not a regular file or a folder; give a file path "
+        "(an export is never written to or beside it)"
+    )
 
 
 # --- SavedModel -------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 - One upload request is capped as a whole: three files of 9 MiB, each under
   the 10 MiB file cap, are answered 413 together (a chunked body too).
+- A multipart boundary longer than RFC 2046's 70 characters is answered 400.
 - A spec naming a server file is refused through the API at `task.path`,
   and nothing is queued.
 - With `--auth`, failed logins from one address are answered 429 for a
@@ -113,6 +114,31 @@ def test_a_chunked_upload_over_the_cap_is_answered_413(server):
     status, text = raw_post(server, "/gradio_api/upload", headers, framed)
     assert status == 413, text
     assert "Request too large" in text
+
+
+def multipart_with_boundary(boundary: str) -> tuple[dict[str, str], list[bytes]]:
+    """One small file, framed by `boundary` (RFC 2046 allows 1 to 70 characters)."""
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="a.csv"\r\n'
+        f"Content-Type: text/csv\r\n\r\n1,2\r\n--{boundary}--\r\n"
+    ).encode()
+    headers = {
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+        "Content-Length": str(len(body)),
+    }
+    return headers, [body]
+
+
+def test_an_upload_with_a_100_kb_boundary_is_answered_400_without_a_traceback(server):
+    before = server.log()
+    headers, body = multipart_with_boundary("b" * 100_000)
+    status, text = raw_post(server, "/gradio_api/upload", headers, body)
+    assert status == 400, text
+    assert "boundary" in text and "100,000 characters" in text and "at most 70" in text
+    # A boundary of the longest length RFC 2046 allows is taken.
+    headers, body = multipart_with_boundary("b" * 70)
+    assert raw_post(server, "/gradio_api/upload", headers, body)[0] == 200
+    assert "Traceback" not in server.log()[len(before) :]
 
 
 def test_a_spec_naming_a_server_file_is_refused_through_the_api_and_nothing_queued(server):

@@ -6,6 +6,9 @@ records its `launch` call (as in `test_cli.py`).
 
 from __future__ import annotations
 
+import sys
+import types
+
 import pytest
 
 from builder_ui import cli
@@ -69,3 +72,34 @@ def test_a_trusted_proxy_that_is_no_address_is_refused_naming_it(launched, capsy
     (line,) = [x for x in capsys.readouterr().err.splitlines() if "error" in x]
     assert "--trusted-proxy: expected the IP address or network" in line and repr(value) in line
     assert launched == []
+
+
+@pytest.mark.parametrize("under", [False, True], ids=["the file", "a folder under it"])
+def test_runs_naming_a_file_is_refused_naming_it(launched, capsys, tmp_path, under):
+    plain = tmp_path / "runs.txt"
+    plain.write_text("not a folder\n")
+    runs = plain / "runs" if under else plain
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["ui", "--runs", str(runs)])
+    assert exited.value.code == 2
+    assert f"--runs: expected a folder of runs, but {str(plain)!r} is a file" in (
+        capsys.readouterr().err
+    )
+    assert launched == []
+
+
+def test_a_port_the_app_cannot_listen_on_is_one_line_exit_2(monkeypatch, capsys):
+    from builder_ui.app import serving
+
+    def launch(**kwargs):  # as the page's launch refuses a port in use, before building
+        raise serving.ListenError("port 7860 on 127.0.0.1 is in use by another program")
+
+    stub = types.ModuleType("builder_ui.app.page")
+    stub.launch = launch
+    monkeypatch.setitem(sys.modules, "builder_ui.app.page", stub)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["ui"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "keras-seq ui: error: port 7860 on 127.0.0.1 is in use" in err
+    assert "Traceback" not in err

@@ -65,3 +65,24 @@ def test_keras_seq_is_loaded_before_the_app_serves_so_no_request_races_its_impor
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "failures: []" in result.stdout.splitlines(), result.stdout
+
+
+def test_a_port_in_use_is_named_before_the_app_is_built(tmp_path, monkeypatch):
+    import socket
+
+    from builder_ui.app import page, serving
+
+    def built(*args, **kwargs):
+        raise AssertionError("the app was built for a port in use")
+
+    monkeypatch.setattr(page, "build_app", built)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(serving.ListenError) as caught:
+            page.launch(host="127.0.0.1", port=port, runs_dir=tmp_path / "runs")
+    assert str(caught.value) == (
+        f"port {port} on 127.0.0.1 is in use by another program; choose another with --port"
+    )
+    serving.check_listen("127.0.0.1", port)  # free once closed

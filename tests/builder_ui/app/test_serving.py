@@ -179,3 +179,25 @@ def test_a_trusted_proxy_must_be_an_address_or_network(value):
         serving.check_proxy_address(value)
     assert serving.check_proxy_address("[::1]") == "::1"
     assert serving.check_proxy_address("10.0.0.1/8") == "10.0.0.0/8"
+
+
+def form_with_boundary(boundary: str) -> tuple[dict[str, str], bytes]:
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="a.csv"\r\n'
+        f"\r\n1,2\r\n--{boundary}--\r\n"
+    ).encode()
+    return {"Content-Type": f"multipart/form-data; boundary={boundary}"}, body
+
+
+@pytest.mark.parametrize(("length", "status"), [(100_000, 400), (71, 400), (70, 200), (1, 200)])
+def test_a_multipart_boundary_longer_than_rfc_2046_allows_is_answered_400(length, status):
+    headers, body = form_with_boundary("b" * length)
+    answer = connect(served()).post("/upload", headers=headers, content=body)
+    assert answer.status_code == status, answer.text
+    if status == 400:
+        assert answer.text == (
+            f"Bad request: the multipart boundary has {length:,} characters; RFC 2046 allows "
+            "at most 70 (and at least 1)."
+        )
+    empty = {"Content-Type": 'multipart/form-data; boundary=""'}
+    assert connect(served()).post("/upload", headers=empty, content=b"x").status_code == 400

@@ -850,11 +850,18 @@ def _configure_resume(parser: argparse.ArgumentParser) -> None:
 
 
 def _checkpoint_log(store, run_id: str) -> str:
-    """What the engine noted about the run's checkpoint (`checkpoint.log`), or ""."""
+    """What the engine noted about the run's checkpoint (`checkpoint.log`), or "".
+
+    A log that leads out of the run's folder (a symbolic link) is refused, not printed.
+    """
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.engine.artifacts import ArtifactError, confine
     from builder_ui.engine.train import CHECKPOINT_LOG
 
-    log = store.artifact_dir(run_id) / CHECKPOINT_LOG
+    try:
+        log = confine(store, run_id, f"{run_id}/{CHECKPOINT_LOG}", field=CHECKPOINT_LOG)
+    except ArtifactError as error:
+        raise InputError(str(error)) from None
     return log.read_text(encoding="utf-8") if log.exists() else ""
 
 

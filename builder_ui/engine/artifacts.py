@@ -15,7 +15,8 @@ own folder, `<store>/<run id>/`, with a message naming the run and the field:
 Every reader of a recorded path goes through `artifact_path`: export (the library,
 `keras-seq export` and the app's Export tab, which serves the file as a download), the
 trained model and vocabularies the app's Inspect tab loads (`results.export`), and the
-app's BLEU table. The check is made when the path is read, not when it was recorded, so
+app's BLEU table; `keras-seq resume` reads a run's `checkpoint.log` through `confine`.
+The check is made when the path is read, not when it was recorded, so
 a store written by an older or another program is checked too.
 
 A model file is a zip (`.keras`), which Keras unpacks as it loads: `config.json` and

@@ -26,7 +26,7 @@ from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export
 from tests.allocation import allocates_little
-from tests.app.compare_runs import record_run
+from tests.app.compare_runs import full_spec, record_run
 
 SECRET = "the server's own secret\n"
 
@@ -256,3 +256,25 @@ def test_a_model_file_over_the_total_bound_is_refused(tmp_path, monkeypatch):
     with RunStore(directory) as store, pytest.raises(export.ExportError) as caught:
         export.load_trained_model(store, run_id)
     assert "unpacks to 2.1 MB in all, more than the 1.0 MB" in str(caught.value)
+
+
+# --- the checkpoint log that `keras-seq resume` prints --------------------------------------------
+
+
+def test_resume_refuses_a_checkpoint_log_that_links_out_of_the_run_and_prints_nothing_of_it(
+    tmp_path, secret, capsys
+):
+    directory = tmp_path / "runs"
+    with RunStore(directory) as store:
+        run_id = store.create_run(full_spec("sequence_classifier"))
+        store.set_status(run_id, "running")
+        store.finish(run_id, "interrupted", error="stopped")
+        store.artifact_dir(run_id).mkdir(parents=True)
+        (store.artifact_dir(run_id) / "checkpoint.log").symlink_to(secret)
+    assert cli.main(["resume", run_id, "--runs", str(directory)]) == 2
+    captured = capsys.readouterr()
+    assert SECRET.strip() not in captured.out + captured.err
+    (line,) = captured.err.strip().splitlines()
+    assert run_id in line and "checkpoint.log" in line and "outside the run's folder" in line
+    with RunStore(directory) as store:
+        assert store.get(run_id).status == "interrupted"  # not resumed

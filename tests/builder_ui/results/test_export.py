@@ -483,10 +483,11 @@ def test_a_damaged_model_file_is_one_clear_error_exit_2(tmp_path, capsys):
     store = RunStore(tmp_path)
     record = engine.run({**BILSTM, "name": "damaged"}, store=store)
     store.artifact_path(record.id, "model.keras").write_bytes(b"not a zip archive")
-    with pytest.raises(export.ExportError, match=r"model file .* cannot be loaded"):
+    # Refused before Keras reads it (`artifacts.check_model_archive`), not "File not found".
+    with pytest.raises(export.ExportError, match=r"model file .* is not a Keras model file"):
         export.export(store, record.id, "python")
     store.close()
     argv = ["export", record.id, "--format", "savedmodel", "--runs", str(tmp_path)]
     assert cli.main(argv) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "cannot be loaded" in line and "Traceback" not in line
+    assert "is not a Keras model file (a zip archive)" in line and "Traceback" not in line

@@ -219,6 +219,10 @@ class ReadOnlyStoreError(StoreError):
     """The store is read-only (a read-only file system, no permission): read, never changed."""
 
 
+class StoreFullError(StoreError):
+    """SQLite could not write the store: its disk is full. The transaction was rolled back."""
+
+
 class UnreadableRunError(StoreError):
     """One run's row cannot be read (malformed JSON, an unknown status); the others can.
 
@@ -233,6 +237,7 @@ class UnreadableRunError(StoreError):
 _FILE_PROBLEMS = (
     ("SQLITE_BUSY", "database is locked", "locked"),
     ("SQLITE_READONLY", "readonly database", "read-only"),
+    ("SQLITE_FULL", "database or disk is full", "full"),
     ("SQLITE_CORRUPT", "malformed", "damaged"),
     ("SQLITE_NOTADB", "not a database", "damaged"),
     ("SQLITE_CANTOPEN", "unable to open", "unopenable"),
@@ -702,7 +707,7 @@ class RunStore:
             if problem == "read-only":
                 reason = self._read_only or _read_only_reason(self.path) or "SQLite says so"
                 raise ReadOnlyStoreError(self._read_only_message(reason)) from error
-            kind = StoreLockedError if problem == "locked" else StoreError
+            kind = {"locked": StoreLockedError, "full": StoreFullError}.get(problem, StoreError)
             raise kind(self._file_message(problem, error)) from error
 
     def _file_message(self, problem: str, error: sqlite3.Error) -> str:
@@ -715,6 +720,11 @@ class RunStore:
                 f"the run store database {named} is locked by another writer "
                 f"({self._lock_holder()}) and stayed locked for {BUSY_TIMEOUT_S:g} s; nothing "
                 "was written: try again when it is done"
+            )
+        if problem == "full":
+            return (
+                f"no space left to write the run store database {named} ({error}); that change "
+                "was not written: free some space on its disk and try again"
             )
         if problem == "damaged":
             return (

@@ -45,6 +45,13 @@ exact match for seq2seq, pointer accuracy for pointer networks).
    check after each recorded epoch: `prune(epoch, logs)` true stops training
    there and the run ends `pruned`, its epochs kept, no model saved.
 
+The free space is checked before the run (room for two checkpoints and the
+model), before each checkpoint and before the model is written, against what the
+model's variables and optimiser state take: HDF5 crashed the process on a full
+disk. Too little (`OutOfSpaceError`), or a write that finds the disk full, ends
+the run `interrupted` with its epochs and checkpoint, to be resumed once there
+is room.
+
 Runs in one process take turns (a lock): the dtype policy and the random
 seeds are global to the process. Run trials in parallel in separate processes
 (e.g. the Ray executor).
@@ -52,6 +59,7 @@ seeds are global to the process. Run trials in parallel in separate processes
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 import logging
@@ -66,11 +74,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from builder_ui import files
 from builder_ui.builders import load_spec, memory, prepare
 from builder_ui.engine import devices, interrupts
 from builder_ui.engine.progress import ProgressCallback
-from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.engine.store import RunRecord, RunStore, StoreFullError
 from builder_ui.specs import SpecError
 
 MODEL_FILE = "model.keras"
@@ -83,6 +93,29 @@ CHECKPOINT_LOG = "checkpoint.log"
 VOCABULARIES_FILE = "vocabularies.json"
 
 _logger = logging.getLogger(__name__)
+
+# What the free space must hold besides a checkpoint or a model: the run store's own writes
+# (SQLite's write-ahead log grows by a few 4 kB pages a commit) and the small files.
+STORE_MARGIN_BYTES = 256 * 1024
+# An HDF5 file stores each variable with its headers (about 1.2 kB measured), a `.keras`
+# file adds its config and zip directory: both are counted above the variables' bytes.
+_BYTES_PER_VARIABLE = 2048
+_FILE_OVERHEAD_BYTES = 64 * 1024
+
+
+class OutOfSpaceError(OSError):
+    """Too little free space for a checkpoint or the model: checked before either is written.
+
+    A full disk while HDF5 writes a checkpoint crashed the process (h5py, exit 139), so the
+    space is checked first; the run then ends `interrupted`, resumable.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(errno.ENOSPC, message)
+
+    def __str__(self) -> str:
+        return self.strerror
+
 
 # The dtype policy and the seeds are process-wide, so runs in one process take turns.
 _RUN_LOCK = threading.Lock()
@@ -369,6 +402,8 @@ def _make_callbacks_classes():
                 shutil.copyfile(weights, readable)
                 self.model.load_weights(str(readable))
             except Exception as error:  # h5py and Keras raise many kinds for a damaged file
+                if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+                    raise  # the disk is full, the checkpoint may be good: the run is interrupted
                 raise _BadCheckpoint(
                     f"has unreadable weights ({weights.name}: {type(error).__name__}: {error})"
                 ) from None
@@ -378,6 +413,10 @@ def _make_callbacks_classes():
 
         def on_epoch_end(self, epoch, logs=None):
             if not self.cut_short():  # an epoch cut short is not a checkpoint to resume from
+                backup = Path(self.backup_dir)
+                # The latest is copied to the previous, then written again: two at most.
+                needed = 2 * _checkpoint_bytes(self.model) - _bytes_under(backup)
+                _check_space(backup, needed, f"the checkpoint of epoch {epoch + 1}")
                 super().on_epoch_end(epoch, logs)
 
     return RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup
@@ -385,6 +424,69 @@ def _make_callbacks_classes():
 
 class _BadCheckpoint(Exception):
     """A checkpoint in `<run>/backup/` that cannot be resumed from; the message says why."""
+
+
+def _checkpoint_bytes(model: Any) -> int:
+    """About the size of one checkpoint of `model`, or of its `.keras` file.
+
+    Both hold the variables and the optimiser's state. Before the first training step
+    the optimiser has no state yet: two slots per trainable variable are counted (Adam's).
+    """
+
+    def size(variables) -> int:
+        return sum(
+            math.prod(variable.shape) * np.dtype(variable.dtype).itemsize + _BYTES_PER_VARIABLE
+            for variable in variables
+        )
+
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None and optimizer.built:
+        state = size(optimizer.variables)
+    else:
+        state = 2 * size(model.trainable_variables)
+    return size(model.variables) + state + _FILE_OVERHEAD_BYTES
+
+
+def _bytes_under(path: Path) -> int:
+    """The bytes of the files under `path` (0 when it does not exist)."""
+    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
+
+
+def _check_space(path: Path, needed: int, what: str) -> None:
+    """Raise `OutOfSpaceError` unless the disk of `path` has `needed` bytes free, and a margin."""
+    needed = max(needed, 0) + STORE_MARGIN_BYTES
+    existing = next(parent for parent in (path, *path.parents) if parent.exists())
+    free = shutil.disk_usage(existing).free
+    if free < needed:
+        raise OutOfSpaceError(
+            f"No space left for {what} in {path}: it needs about {memory.format_bytes(needed)}, "
+            f"{memory.format_bytes(free)} is free"
+        )
+
+
+def _out_of_space(error: BaseException) -> bool:
+    """Whether `error` says a disk is full: ours, SQLite's, or an `ENOSPC` from a write."""
+    return isinstance(error, StoreFullError) or (
+        isinstance(error, OSError) and error.errno == errno.ENOSPC
+    )
+
+
+def _interrupt_out_of_space(store, run_id, error, wall_time) -> RunRecord:
+    """End the run `interrupted` (its checkpoint kept), saying what needed space and where."""
+    kept = _recorded_epochs(store, run_id)
+    if isinstance(error, (OutOfSpaceError, StoreFullError)):  # they name the path
+        problem = str(error)
+        problem = problem[0].upper() + problem[1:]
+    else:
+        problem = f"No space left: {error}"
+    if kept:
+        problem += f"; its {kept} finished epochs and checkpoint are kept"
+    return store.finish(
+        run_id,
+        "interrupted",
+        error=f"{problem}: free some space, then resume it to continue from epoch {kept + 1}.",
+        wall_time=wall_time,
+    )
 
 
 def _prune_check(recorder, prune, pruned_at):
@@ -684,6 +786,12 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
             record = store.get(run_id)
             for callback in progress:
                 callback.on_run_start(record, train.epochs, steps)
+            # Room for the whole run before its first epoch: two checkpoints, then the model.
+            _check_space(
+                directory,
+                3 * _checkpoint_bytes(model) - _bytes_under(backup_dir),
+                "its checkpoints and model",
+            )
 
             # The checkpoint of epoch N is written before the store records epoch N,
             # so a run killed in between resumes from a checkpoint of every recorded epoch.
@@ -803,6 +911,7 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                     model, validation_logs=recorder.last_logs if reuse else None
                 )
                 save_vocabularies(store, run_id, prepared.task)
+                _check_space(directory, _checkpoint_bytes(model), f"the model ({MODEL_FILE})")
                 with store.atomic_artifact(run_id, MODEL_FILE) as path:
                     model.save(path)
                 record = store.finish(
@@ -832,6 +941,9 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                 wall_time=time.perf_counter() - started,
             )
             raise KeyboardInterrupt from error
+        if _out_of_space(error):  # the checkpoint stays: free some space, then resume
+            record = _interrupt_out_of_space(store, run_id, error, time.perf_counter() - started)
+            return record
         shutil.rmtree(backup_dir, ignore_errors=True)
         with store.atomic_artifact(run_id, TRACEBACK_FILE) as path:
             path.write_text(traceback.format_exc(), encoding="utf-8")

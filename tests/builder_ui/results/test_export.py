@@ -175,7 +175,7 @@ def test_python_script_reads_as_layer_calls_with_literal_arguments(runs):
     body = text.split("def build_model():", 1)[1]
     assert 'keras.Input((6,), dtype="int32", name="sequence")' in body
     assert "keras.layers.Embedding(6, 4, mask_zero=True" in body
-    assert 'keras.layers.LSTM(8, name="lstm_1")' in body
+    assert 'keras.layers.LSTM(8, name="bidirectional_1_layer")' in body  # the wrapped layer
     assert "keras.layers.Bidirectional(" in body
     assert "from_config" not in body and "builder_ui" not in text
     assert records["export-bilstm"].id in text  # the docstring names the run

@@ -1311,15 +1311,6 @@ class RunStore:
                 artifacts[name] = path
             conn.execute("UPDATE runs SET artifacts = ? WHERE id = ?", (_dumps(artifacts), run_id))
 
-    def artifact_path(self, run_id: str, name: str) -> Path:
-        """The absolute path of a recorded artifact."""
-        record = self.get(run_id, history=False)
-        if name not in record.artifacts:
-            raise KeyError(
-                f"Run {run_id!r} has no artifact {name!r}; it has {sorted(record.artifacts)}."
-            )
-        return self.directory / record.artifacts[name]
-
     # -- removal and recovery ------------------------------------------------
 
     def delete(self, run_id: str, *, allow_queued: bool = True) -> None:

@@ -183,7 +183,7 @@ def test_a_model_whose_config_inflates_past_the_bound_is_refused_before_it_is_re
     directory = tmp_path / "runs"
     run_id = _run_with_model(directory, _config_bomb)
     with RunStore(directory) as store:
-        assert store.artifact_path(run_id, "model.keras").stat().st_size < MIB
+        assert artifacts.artifact_path(store, run_id, "model.keras").stat().st_size < MIB
         with allocates_little(), pytest.raises(export.ExportError) as caught:
             export.load_trained_model(store, run_id)
     message = str(caught.value)

@@ -23,6 +23,7 @@ import yaml
 from builder_ui import builders
 from builder_ui.app import actions, forms, uploads
 from builder_ui.builders import load_spec, presets
+from builder_ui.engine import artifacts
 from builder_ui.specs import ModelParams, SpecError, StrictModel
 from builder_ui.specs.documents import MAX_SPEC_NODES
 from tests.allocation import allocates_little
@@ -642,7 +643,9 @@ def test_onnx_and_litert_downloads_run_as_their_snippets_say(trained, monkeypatc
     pytest.importorskip("ai_edge_litert.interpreter")
     ctx, run_id, _ = trained
     record = ctx.store.get(run_id)
-    model = keras.saving.load_model(ctx.store.artifact_path(run_id, "model.keras"), safe_mode=True)
+    model = keras.saving.load_model(
+        artifacts.artifact_path(ctx.store, run_id, "model.keras"), safe_mode=True
+    )
     inputs = builders.prepare(record.spec).x_val[:1].astype("float32")  # the app's batch of 1
     expected = model.predict(inputs, verbose=0)
     for fmt, suffix in (("onnx", ".onnx"), ("litert", ".tflite")):
@@ -742,7 +745,7 @@ def test_bleu_by_source_length_is_computed_once_and_kept_with_the_run(arc_runs):
     assert {"bucket", "bleu", "n"} <= set(table.columns)
     assert table["n"].sum() == len(ctx.task(ids["seq2seq"]).x_val)
     (line,) = figure.data  # the ViT run is left out
-    kept = ctx.store.artifact_path(ids["seq2seq"], actions.BLEU_ARTIFACT)
+    kept = artifacts.artifact_path(ctx.store, ids["seq2seq"], actions.BLEU_ARTIFACT)
     assert kept.is_file()
     again = actions.bleu_table(ctx, ids["seq2seq"])  # read back from the kept file
     # The chart draws the kept scores (an empty bucket's NaN as a gap, None); the table

@@ -23,6 +23,7 @@ from builder_ui import cli, engine
 from builder_ui.builders import expand, load_spec, memory, prepare
 from builder_ui.builders.graph import block_catalog, graph_report, preset_as_graph
 from builder_ui.builders.graph_blocks import GROUPS
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results.model_source import model_source, normalized
 from builder_ui.specs import SpecError
@@ -437,7 +438,7 @@ def test_one_epoch_of_a_graph_spec_ends_done(trained):
 @pytest.mark.large
 def test_the_exported_code_of_a_trained_graph_rebuilds_its_params_and_configs(trained):
     store, record = trained
-    model = keras.saving.load_model(store.artifact_path(record.id, "model.keras"))
+    model = keras.saving.load_model(artifacts.artifact_path(store, record.id, "model.keras"))
     namespace = {}
     exec(compile(model_source(model), "graph_model.py", "exec"), namespace)
     rebuilt = namespace["build_model"]()

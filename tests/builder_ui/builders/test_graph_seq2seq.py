@@ -17,6 +17,7 @@ import pytest
 from builder_ui import engine
 from builder_ui.builders import prepare, presets
 from builder_ui.builders.graph import graph_report, preset_as_graph, translates
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export
 from builder_ui.results.model_source import model_source
@@ -226,7 +227,9 @@ def test_a_translating_graph_trains_and_is_scored_as_a_seq2seq(trained):
 @pytest.mark.large
 def test_its_python_export_rebuilds_the_encoder_with_the_functional_api(trained):
     store, record = trained
-    model = keras.saving.load_model(store.artifact_path(record.id, "model.keras"), safe_mode=True)
+    model = keras.saving.load_model(
+        artifacts.artifact_path(store, record.id, "model.keras"), safe_mode=True
+    )
     source = model_source(model)  # checked: it rebuilds the same parameters and configs
     assert "def build_encoder():" in source and "AssembledSeq2Seq(" in source
     namespace = {}

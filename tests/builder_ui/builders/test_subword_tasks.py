@@ -9,6 +9,8 @@ import json
 import keras
 import pytest
 
+from builder_ui.engine import artifacts
+
 pytest.importorskip("sentencepiece")
 
 from builder_ui import builders, engine
@@ -116,7 +118,9 @@ def test_a_bpe_toy_translation_trains_through_the_engine_and_inspect_reads_its_p
     try:
         record = engine.run(spec, store=store)
         assert record.status == "done", record.error
-        document = json.loads(store.artifact_path(record.id, VOCABULARIES_FILE).read_text())
+        document = json.loads(
+            artifacts.artifact_path(store, record.id, VOCABULARIES_FILE).read_text()
+        )
         task = builders.load_task(builders.load_spec(spec))
         assert document["source_vocabulary"] == task.source_vocabulary.get_config()
         assert set(document["target_vocabulary"]) == {"subword", "lowercase"}

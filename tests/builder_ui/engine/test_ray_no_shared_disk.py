@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from builder_ui.engine import executors, interrupts, remote
+from builder_ui.engine import artifacts, executors, interrupts, remote
 from builder_ui.engine.store import RunStore
 from tests.builder_ui.engine.walks import write_walks
 
@@ -276,7 +276,7 @@ def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
         if record.status == "done":
             assert [row.epoch for row in record.history] == list(range(1, EPOCHS + 1))
             model = keras.saving.load_model(
-                store.artifact_path(record.id, "model.keras"), safe_mode=True
+                artifacts.artifact_path(store, record.id, "model.keras"), safe_mode=True
             )
             assert model.count_params() == record.params
             # Trained on the worker node from the shipped copy of the file.
@@ -357,7 +357,7 @@ def test_a_tpe_asha_search_through_ray_tune_on_a_node_without_the_drivers_disk(c
     for record in by_status["done"]:
         assert [row.epoch for row in record.history] == list(range(1, EPOCHS + 1))
         model = keras.saving.load_model(
-            store.artifact_path(record.id, "model.keras"), safe_mode=True
+            artifacts.artifact_path(store, record.id, "model.keras"), safe_mode=True
         )
         assert model.count_params() == record.params
     for record in by_status.get("pruned", []):

@@ -17,7 +17,7 @@ import keras
 import pytest
 
 from builder_ui.builders import load_spec
-from builder_ui.engine import remote, storage
+from builder_ui.engine import artifacts, remote, storage
 from builder_ui.engine.store import RunStore
 from tests.builder_ui.engine.walks import write_walks
 
@@ -129,7 +129,9 @@ def test_the_driver_writes_the_epochs_checkpoints_and_files_as_a_local_run(train
     assert [row.epoch for row in record.history] == list(range(1, EPOCHS + 1))
     assert record.metrics == pytest.approx(result["metrics"])
     assert record.params == messages[0]["info"]["params"]
-    model = keras.saving.load_model(driver.artifact_path(run_id, "model.keras"), safe_mode=True)
+    model = keras.saving.load_model(
+        artifacts.artifact_path(driver, run_id, "model.keras"), safe_mode=True
+    )
     assert model.count_params() == record.params
     assert not backup.exists()  # a done run keeps no checkpoint, as locally
     # A late message for the finished run changes nothing.

@@ -23,6 +23,7 @@ import pytest
 
 from builder_ui import cli, engine
 from builder_ui.builders import load_spec
+from builder_ui.engine import artifacts
 from builder_ui.engine.progress import ProgressCallback
 from builder_ui.engine.queue import JobQueue
 from builder_ui.engine.store import RunStore
@@ -327,7 +328,7 @@ def test_a_corrupt_checkpoint_is_reported_set_aside_and_training_restarts_cleanl
     assert "checkpoint" in err and words in err, err
     with RunStore(tmp_path / "runs") as store:
         resumed = store.get(run_id)
-        note = store.artifact_path(run_id, CHECKPOINT_LOG).read_text(encoding="utf-8")
+        note = artifacts.artifact_path(store, run_id, CHECKPOINT_LOG).read_text(encoding="utf-8")
     assert resumed.status == "done", resumed.error
     assert [e.epoch for e in resumed.history] == list(range(1, EPOCHS + 1))
     assert words in note and f"epoch {first_epoch}" in note, note

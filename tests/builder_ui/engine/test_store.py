@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import (
     DB_NAME,
     SCHEMA_VERSION,
@@ -177,7 +178,7 @@ def test_artifacts_are_renamed_into_place_and_deleted_with_the_run(store):
         assert not target.exists()  # nothing at the final name before the rename
     assert target.read_text() == "hello"
     assert store.get(run_id).artifacts == {"notes.txt": f"{run_id}/notes.txt"}
-    assert store.artifact_path(run_id, "notes.txt") == target
+    assert artifacts.artifact_path(store, run_id, "notes.txt") == target
 
     with pytest.raises(RuntimeError, match="boom"):
         with store.atomic_artifact(run_id, "notes.txt") as path:

@@ -18,7 +18,7 @@ import pytest
 
 from builder_ui import builders, engine
 from builder_ui.builders import prepare
-from builder_ui.engine import devices
+from builder_ui.engine import artifacts, devices
 from builder_ui.engine.progress import ProgressCallback, QueueProgress, TerminalProgress
 from builder_ui.engine.store import RunRecord, RunStore
 from builder_ui.specs import SpecError
@@ -94,7 +94,7 @@ def test_tiny_run_is_recorded_done_with_history_and_metrics(trained):
 
 def test_saved_model_loads_safely_and_scores_the_recorded_metrics(trained):
     store, record, _ = trained
-    path = store.artifact_path(record.id, engine.MODEL_FILE)
+    path = artifacts.artifact_path(store, record.id, engine.MODEL_FILE)
     assert path == store.artifact_dir(record.id) / "model.keras"
     assert sorted(p.name for p in path.parent.iterdir()) == ["model.keras"]  # no temp left
     model = keras.saving.load_model(path, safe_mode=True)
@@ -243,7 +243,7 @@ def test_an_error_during_training_is_recorded_failed_with_its_traceback(tmp_path
     assert record.status == "failed"
     assert record.error == "RuntimeError: disk on fire"
     assert [row.epoch for row in record.history] == [1]
-    traceback_text = store.artifact_path(record.id, engine.TRACEBACK_FILE).read_text()
+    traceback_text = artifacts.artifact_path(store, record.id, engine.TRACEBACK_FILE).read_text()
     assert "RuntimeError: disk on fire" in traceback_text and "model.fit" in traceback_text
     assert not (store.artifact_dir(record.id) / engine.MODEL_FILE).exists()
     assert not (store.artifact_dir(record.id) / engine.BACKUP_DIR).exists()
@@ -339,7 +339,7 @@ def test_run_trains_in_its_precision_and_restores_the_callers_policy(tmp_path):
     finally:
         keras.mixed_precision.set_dtype_policy("float32")
     assert record.status == "done" and record.precision == "mixed_bfloat16"
-    model = keras.saving.load_model(store.artifact_path(record.id, engine.MODEL_FILE))
+    model = keras.saving.load_model(artifacts.artifact_path(store, record.id, engine.MODEL_FILE))
     policies = {layer.name: layer.dtype_policy.name for layer in model.layers[1:]}
     assert policies == {"lstm_0": "mixed_bfloat16", "classifier": "float32"}
 

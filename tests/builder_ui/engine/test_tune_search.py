@@ -14,7 +14,7 @@ import keras
 import pytest
 
 from builder_ui.builders import load_spec, sweeps
-from builder_ui.engine import executors, interrupts, search
+from builder_ui.engine import artifacts, executors, interrupts, search
 from builder_ui.engine.store import RunStore
 
 pytest.importorskip("optuna")
@@ -63,7 +63,7 @@ def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose(local_ray, tmp_path
         assert record.spec["model"]["encoder"]["cell"] in parameters["model.encoder.cell"]
         assert [row.epoch for row in record.history] == [1, 2]
         model = keras.saving.load_model(
-            store.artifact_path(record.id, "model.keras"), safe_mode=True
+            artifacts.artifact_path(store, record.id, "model.keras"), safe_mode=True
         )
         assert model.count_params() == record.params
         assert record.pid == os.getpid()  # the driver owns the run

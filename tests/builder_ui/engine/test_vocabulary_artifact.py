@@ -13,6 +13,7 @@ import pytest
 
 from builder_ui import builders, engine
 from builder_ui.app import actions
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.engine.train import VOCABULARIES_FILE
 from builder_ui.results import export
@@ -133,7 +134,9 @@ def test_a_finished_run_records_its_task_vocabularies(runs):
         for key in ("translation", "classifier"):
             record = store.get(ids[key])
             task = builders.load_task(builders.load_spec(record.spec))
-            document = json.loads(store.artifact_path(ids[key], VOCABULARIES_FILE).read_text())
+            document = json.loads(
+                artifacts.artifact_path(store, ids[key], VOCABULARIES_FILE).read_text()
+            )
             assert document["source_vocabulary"] == task.source_vocabulary.get_config()
             target = task.target_vocabulary
             assert document["target_vocabulary"] == (target and target.get_config())
@@ -215,7 +218,7 @@ def test_the_translator_exports_as_a_savedmodel_after_the_data_file_moved(runs, 
 def test_a_run_without_the_artifact_makes_its_task_again_from_the_data_file(runs, ctx):
     runs_dir, data, ids = runs
     run = ids["translation"]
-    path = ctx.store.artifact_path(run, VOCABULARIES_FILE)
+    path = artifacts.artifact_path(ctx.store, run, VOCABULARIES_FILE)
     ctx.store.set_artifact(run, VOCABULARIES_FILE, None)  # as a run from before it existed
     try:
         task = ctx.task(run)
@@ -238,7 +241,7 @@ def test_a_run_without_the_artifact_makes_its_task_again_from_the_data_file(runs
 def test_a_damaged_vocabularies_file_is_named_and_nothing_is_exported(runs, ctx, tmp_path):
     _, _, ids = runs
     run = ids["translation"]
-    path = ctx.store.artifact_path(run, VOCABULARIES_FILE)
+    path = artifacts.artifact_path(ctx.store, run, VOCABULARIES_FILE)
     backup = tmp_path / "backup.json"
     shutil.copyfile(path, backup)
     export_dir = path.parent / export.EXPORT_DIR

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from builder_ui import lab
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.lab import long_lags
 from builder_ui.lab.common import VERDICTS
@@ -130,7 +131,9 @@ def test_experiment_two_counts_fresh_sequences_per_lag_and_reports_three_tables(
         )
         assert record.spec["train"]["epochs"] == 1
         # The probe curve is saved with the run: one line per check, the last one the row's.
-        curve = store.artifact_path(record.id, "probe_curve.csv").read_text().splitlines()
+        curve = (
+            artifacts.artifact_path(store, record.id, "probe_curve.csv").read_text().splitlines()
+        )
         assert curve[0] == "sequences,probe_accuracy"
         seen = [int(line.split(",")[0]) for line in curve[1:]]
         assert seen == list(range(160, 160 * len(seen) + 1, 160))

@@ -18,6 +18,7 @@ import keras
 import numpy as np
 
 from builder_ui import engine
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export
 
@@ -74,7 +75,9 @@ def as_inputs(model, x):
 
 
 def keras_model(store, record):
-    return keras.saving.load_model(store.artifact_path(record.id, "model.keras"), safe_mode=True)
+    return keras.saving.load_model(
+        artifacts.artifact_path(store, record.id, "model.keras"), safe_mode=True
+    )
 
 
 def onnx_run(path, inputs, names):

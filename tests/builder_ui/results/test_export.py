@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from builder_ui import builders, engine
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export
 
@@ -161,7 +162,9 @@ def test_python_scripts_rebuild_the_same_architecture_in_a_fresh_process(runs):
     scripts = {name: export.export(store, records[name].id, "python") for name in names}
     rebuilt = _architecture_in_fresh_process(scripts.values())
     for name, path in scripts.items():
-        trained = keras.saving.load_model(store.artifact_path(records[name].id, "model.keras"))
+        trained = keras.saving.load_model(
+            artifacts.artifact_path(store, records[name].id, "model.keras")
+        )
         got = rebuilt[str(path)]
         assert got["params"] == records[name].params == trained.count_params(), name
         expected = [[type(layer).__name__, layer.get_config()] for layer in trained.layers]
@@ -261,7 +264,9 @@ def served(runs, tmp_path_factory):
     classifier = records["export-bilstm"]
     export.export(store, classifier.id, "savedmodel", out=directory / "classifier")
     ids["classifier__8"] = builders.prepare(classifier.spec).x_val[:8].astype("int32")
-    local["classifier"] = keras.saving.load_model(store.artifact_path(classifier.id, "model.keras"))
+    local["classifier"] = keras.saving.load_model(
+        artifacts.artifact_path(store, classifier.id, "model.keras")
+    )
 
     run = records["export-translator"]
     export.export(store, run.id, "savedmodel", out=directory / "translator")
@@ -390,7 +395,7 @@ def test_savedmodel_is_zipped_and_every_export_is_a_recorded_artifact(runs):
     assert artifacts["savedmodel"] == f"{run_id}/export/savedmodel"
     assert artifacts["savedmodel.zip"] == f"{run_id}/export/savedmodel.zip"
     assert artifacts["model.py"] == f"{run_id}/export/model.py"
-    with zipfile.ZipFile(store.artifact_path(run_id, "savedmodel.zip")) as archive:
+    with zipfile.ZipFile(artifacts.artifact_path(store, run_id, "savedmodel.zip")) as archive:
         names = set(archive.namelist())
     assert "savedmodel/saved_model.pb" in names
     on_disk = {
@@ -406,7 +411,9 @@ def test_savedmodel_is_zipped_and_every_export_is_a_recorded_artifact(runs):
 def test_keras_export_is_the_engines_file_and_out_copies_it(runs, tmp_path):
     store, records = runs
     run_id = records["export-transformer"].id
-    assert export.export(store, run_id, "keras") == store.artifact_path(run_id, "model.keras")
+    assert export.export(store, run_id, "keras") == artifacts.artifact_path(
+        store, run_id, "model.keras"
+    )
     copied = export.export(store, run_id, "keras", out=tmp_path / "copies" / "t.keras")
     assert copied == tmp_path / "copies" / "t.keras"
     model = keras.saving.load_model(copied, safe_mode=True)
@@ -482,7 +489,7 @@ def test_a_damaged_model_file_is_one_clear_error_exit_2(tmp_path, capsys):
 
     store = RunStore(tmp_path)
     record = engine.run({**BILSTM, "name": "damaged"}, store=store)
-    store.artifact_path(record.id, "model.keras").write_bytes(b"not a zip archive")
+    artifacts.artifact_path(store, record.id, "model.keras").write_bytes(b"not a zip archive")
     # Refused before Keras reads it (`artifacts.check_model_archive`), not "File not found".
     with pytest.raises(export.ExportError, match=r"model file .* is not a Keras model file"):
         export.export(store, record.id, "python")

@@ -207,7 +207,7 @@ def test_exports_are_recorded_artifacts_written_through_temporary_names(runs):
     artifacts = store.get(record.id).artifacts
     assert artifacts["model.onnx"] == f"{record.id}/export/model.onnx"
     assert artifacts["model.tflite"] == f"{record.id}/export/model.tflite"
-    directory = store.artifact_path(record.id, "model.onnx").parent
+    directory = artifacts.artifact_path(store, record.id, "model.onnx").parent
     assert [p.name for p in directory.iterdir() if p.name.startswith(".")] == []
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from builder_ui import engine
 from builder_ui.builders import load_spec, load_task
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export, inspection
 from keras_seq.models import beam_search, greedy_decode
@@ -80,7 +81,7 @@ def test_typed_text_and_a_bad_example_number_are_refused(captioner_run):
 @pytest.mark.parametrize("format", ["savedmodel", "onnx", "litert"])
 def test_text_only_exports_are_refused_naming_the_formats_that_work(captioner_run, format):
     store, record, *_ = captioner_run
-    folder = store.artifact_path(record.id, "model.keras").parent
+    folder = artifacts.artifact_path(store, record.id, "model.keras").parent
     before = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
     with pytest.raises(export.ExportError, match="export it as 'keras' or 'python'"):
         export.export(store, record.id, format)

@@ -308,7 +308,7 @@ def test_an_initializer_may_be_given_as_keras_serializes_it_and_reaches_the_laye
     _, model = built(with_node(1, embedding))
     initializer = model.get_layer("embedding").embeddings_initializer
     assert isinstance(initializer, keras.initializers.RandomNormal)
-    assert initializer.stddev == 0.02
+    assert initializer.stddev == pytest.approx(0.02)  # the value given, passed through
     embedding["params"] = {"output_dim": normal}
     found = problems(with_node(1, embedding))
     assert found["model.nodes[1].params.output_dim"].startswith(

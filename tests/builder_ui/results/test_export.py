@@ -391,10 +391,10 @@ def test_savedmodel_is_zipped_and_every_export_is_a_recorded_artifact(runs):
     run_id = records["export-bilstm"].id
     directory = export.export(store, run_id, "savedmodel")
     export.export(store, run_id, "python")
-    artifacts = store.get(run_id).artifacts
-    assert artifacts["savedmodel"] == f"{run_id}/export/savedmodel"
-    assert artifacts["savedmodel.zip"] == f"{run_id}/export/savedmodel.zip"
-    assert artifacts["model.py"] == f"{run_id}/export/model.py"
+    recorded = store.get(run_id).artifacts
+    assert recorded["savedmodel"] == f"{run_id}/export/savedmodel"
+    assert recorded["savedmodel.zip"] == f"{run_id}/export/savedmodel.zip"
+    assert recorded["model.py"] == f"{run_id}/export/model.py"
     with zipfile.ZipFile(artifacts.artifact_path(store, run_id, "savedmodel.zip")) as archive:
         names = set(archive.namelist())
     assert "savedmodel/saved_model.pb" in names

@@ -20,6 +20,7 @@ import pytest
 
 from builder_ui import builders, cli, engine
 from builder_ui.builders import ModelBuilder, register_model, unregister
+from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export
 from builder_ui.specs import ModelParams
@@ -204,9 +205,9 @@ def test_a_litert_file_takes_one_example_unless_told(runs, tmp_path):
 def test_exports_are_recorded_artifacts_written_through_temporary_names(runs):
     store, exported = runs
     record = exported["transformer"][0]
-    artifacts = store.get(record.id).artifacts
-    assert artifacts["model.onnx"] == f"{record.id}/export/model.onnx"
-    assert artifacts["model.tflite"] == f"{record.id}/export/model.tflite"
+    recorded = store.get(record.id).artifacts
+    assert recorded["model.onnx"] == f"{record.id}/export/model.onnx"
+    assert recorded["model.tflite"] == f"{record.id}/export/model.tflite"
     directory = artifacts.artifact_path(store, record.id, "model.onnx").parent
     assert [p.name for p in directory.iterdir() if p.name.startswith(".")] == []
 

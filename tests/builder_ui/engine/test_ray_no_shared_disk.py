@@ -16,6 +16,9 @@ are gone. The same holds for a TPE+ASHA search through Ray Tune on these nodes, 
 trials end `done` or `pruned`; that one sends its files through a storage URI (`--storage`,
 a `file://` directory both nodes see, as a bucket would be) instead of Ray's object store,
 and the URI is empty once the sweep has ended.
+
+The two tests share the two nodes (a module fixture), each with a directory of its own under
+the hidden one; the data are small (the claims are about where files go, not learning).
 """
 
 from __future__ import annotations
@@ -68,20 +71,33 @@ def _sweep(data):
         "task": {"type": "csv_sequences", "path": str(data), "inputs": "numeric"},
         "model": {
             "type": "sequence_classifier",
-            "encoder": {"type": "rnn", "cell": "gru", "units": 32},
+            "encoder": {"type": "rnn", "cell": "gru", "units": 8},
         },
-        "train": {"epochs": EPOCHS, "batch_size": 8, "learning_rate": 0.01, "seed": 0},
+        "train": {"epochs": EPOCHS, "batch_size": 16, "learning_rate": 0.01, "seed": 0},
         "sweep": {"parameters": {"model.encoder.cell": ["gru", "lstm", "simple", "cec_lstm"]}},
     }
 
 
-@pytest.fixture
-def cluster(ray_temp_root, monkeypatch):
-    """A head node here and a worker node in a mount namespace that hides the driver's files."""
+@pytest.fixture(scope="module")
+def cluster():
+    """A head node here and a worker node in a mount namespace that hides the driver's files.
+
+    One pair of nodes for the module's tests; each test works in a directory of its own under
+    `hidden` (`_hidden_dir`).
+    """
     pytest.importorskip("ray")
+    ray_temp_root = Path(tempfile.mkdtemp(prefix="ray", dir=tempfile.gettempdir()))  # short
     # Ray 2.5x's token authentication is made for real clusters; these nodes, all of them this
     # machine's and the test's own, go without (the driver joins with an explicit address).
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    try:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+            yield from _two_nodes(ray_temp_root)
+    finally:
+        shutil.rmtree(ray_temp_root, ignore_errors=True)
+
+
+def _two_nodes(ray_temp_root):
     hidden = Path(tempfile.mkdtemp(prefix="kseq-driver-"))
     worker_tmp = Path(tempfile.mkdtemp(prefix="kseq-worker-"))
     port = _free_port()
@@ -140,6 +156,17 @@ def cluster(ray_temp_root, monkeypatch):
         subprocess.run(["pkill", "-9", "-f", str(ray_temp_root)], check=False)
         shutil.rmtree(hidden, ignore_errors=True)
         shutil.rmtree(worker_tmp, ignore_errors=True)
+
+
+def _hidden_dir(cluster, request):
+    """A directory of this test's own under the one the worker node cannot see."""
+    directory = cluster["hidden"] / request.node.name
+    directory.mkdir()
+    return directory
+
+
+def _scratch(cluster):
+    return {p for p in cluster["worker_tmp"].iterdir() if p.name.startswith(remote.SCRATCH_PREFIX)}
 
 
 def _wait_for_the_hiding_mount(worker, directory, timeout=60.0):
@@ -256,15 +283,16 @@ def _sweep_killing_one_trial(cluster, document, store_dir, storage=None):
     return store, result, killed_id
 
 
-def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
+def test_a_sweep_on_a_node_without_the_drivers_disk(cluster, request):
     import keras
 
-    hidden = cluster["hidden"]
+    hidden = _hidden_dir(cluster, request)
     store_dir = hidden / "runs"
     data = hidden / "walks.csv"
-    write_walks(data, count=800, steps=20)
+    write_walks(data, count=400, steps=20)
     # The worker node sees an empty tmpfs where the driver has its data file.
-    _assert_the_worker_sees_nothing_in(hidden, cluster["worker"])
+    _assert_the_worker_sees_nothing_in(cluster["hidden"], cluster["worker"])
+    scratch_before = _scratch(cluster)
 
     store, result, killed = _sweep_killing_one_trial(cluster, _sweep(data), store_dir)
     records = store.list_runs(sweep_id=result.sweep_id, history=True)
@@ -302,24 +330,23 @@ def test_a_sweep_on_a_node_without_the_drivers_disk(cluster):
     # Nothing of the store on the worker node: its view of the directory is still empty, and
     # the scratch directories are gone, but for the killed trial's if no trial started on the
     # node after it (the next one removes it: its process is dead).
-    _assert_the_worker_sees_nothing_in(hidden, cluster["worker"])
-    scratch = [
-        p for p in cluster["worker_tmp"].iterdir() if p.name.startswith(remote.SCRATCH_PREFIX)
-    ]
+    # (Scratch directories of an earlier test's sweep on these nodes are not this sweep's.)
+    _assert_the_worker_sees_nothing_in(cluster["hidden"], cluster["worker"])
+    scratch = sorted(_scratch(cluster) - scratch_before)
     assert all((p / remote.STORE_DIR / interrupted.id).is_dir() for p in scratch), scratch
     assert len(scratch) <= 1, scratch
 
 
-def test_a_tpe_asha_search_through_ray_tune_on_a_node_without_the_drivers_disk(cluster):
+def test_a_tpe_asha_search_through_ray_tune_on_a_node_without_the_drivers_disk(cluster, request):
     """The same set-up, the search through Ray Tune (OptunaSearch, ASHAScheduler)."""
     pytest.importorskip("ray.tune")
     pytest.importorskip("optuna")
     import keras
 
-    hidden = cluster["hidden"]
+    hidden = _hidden_dir(cluster, request)
     store_dir = hidden / "runs"
     data = hidden / "walks.csv"
-    write_walks(data, count=800, steps=20)
+    write_walks(data, count=400, steps=20)
     document = _sweep(data)
     document["sweep"] = {
         "method": "bayes",
@@ -379,4 +406,4 @@ def test_a_tpe_asha_search_through_ray_tune_on_a_node_without_the_drivers_disk(c
         assert epochs in ([1, 2], [1, 2, 3, 4]), epochs  # stopped at a rung
     assert all(resumed[r.id].status == r.status for r in records if r is not interrupted)
     store.close()
-    _assert_the_worker_sees_nothing_in(hidden, cluster["worker"])
+    _assert_the_worker_sees_nothing_in(cluster["hidden"], cluster["worker"])

@@ -50,10 +50,13 @@ def held_ctx(tmp_path):
     context.close()
 
 
-@pytest.fixture
-def process_ctx(tmp_path):
-    """An app whose trials train in the slot's training process, as `keras-seq ui`'s do."""
-    context = actions.AppContext(tmp_path / "runs", slots=["CPU"])
+@pytest.fixture(scope="module")
+def process_ctx(tmp_path_factory):
+    """An app whose trials train in the slot's training process, as `keras-seq ui`'s do.
+
+    One app (one training process) for the module's tests: each reads only its own runs.
+    """
+    context = actions.AppContext(tmp_path_factory.mktemp("process") / "runs", slots=["CPU"])
     yield context
     context.close()
 
@@ -113,7 +116,7 @@ def test_asha_in_the_app_prunes_the_weak_trials_and_compare_shows_them(process_c
     assert "ASHA stops weak trials from epoch 1" in submitted.message
     assert ctx.jobs.wait(submitted.run_ids, timeout=WAIT_S)
 
-    good, *weak = ctx.store.list_runs(history=True)
+    good, *weak = ctx.store.list_runs(ids=submitted.run_ids, history=True)
     assert good.status == "done", good.error
     assert [row.epoch for row in good.history] == [1, 2, 3]
     for record in weak:
@@ -170,7 +173,9 @@ def test_a_metric_the_trials_do_not_log_fails_them_with_the_field_named(process_
     ctx = process_ctx
     submitted = actions.queue_spec(ctx, text)
     assert ctx.jobs.wait(submitted.run_ids, timeout=WAIT_S)
-    for record in ctx.store.list_runs(history=True):
+    records = ctx.store.list_runs(ids=submitted.run_ids, history=True)
+    assert len(records) == 2
+    for record in records:
         assert record.pid != os.getpid()  # in the slot's training process
         assert record.status == "failed"
         assert "sweep.metric" in record.error and "'val_bleu'" in record.error, record.error

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -102,13 +103,27 @@ def wait_until(condition, process=None, what="the condition"):
     raise AssertionError(f"{what} did not happen within {WAIT_S} s")
 
 
-def interrupted_run(store: RunStore, epoch: int = 3) -> tuple[str, list]:
-    """A run stopped by Ctrl-C after `epoch` epochs: `interrupted`, with its checkpoint."""
-    with pytest.raises(KeyboardInterrupt):
-        engine.run(spec(), store=store, callbacks=[StopAfter(epoch)])
-    (record,) = store.list_runs(history=True)
-    assert record.status == "interrupted" and record.epochs_done == epoch
-    return record.id, list(record.history)
+INTERRUPTED_AT = 3
+
+
+@pytest.fixture(scope="module")
+def interrupted_store(tmp_path_factory) -> tuple[Path, str]:
+    """A closed store holding one run stopped by Ctrl-C after epoch `INTERRUPTED_AT`:
+    `interrupted`, with its checkpoint. Trained once; `interrupted_run` copies it per test."""
+    directory = tmp_path_factory.mktemp("interrupted") / "runs"
+    with RunStore(directory) as store:
+        with pytest.raises(KeyboardInterrupt):
+            engine.run(spec(), store=store, callbacks=[StopAfter(INTERRUPTED_AT)])
+        (record,) = store.list_runs(history=True)
+    assert record.status == "interrupted" and record.epochs_done == INTERRUPTED_AT
+    return directory, record.id
+
+
+def interrupted_run(interrupted_store, directory: Path) -> tuple[RunStore, str]:
+    """The store of `interrupted_store`, copied to `directory` (not there yet) and opened."""
+    source, run_id = interrupted_store
+    shutil.copytree(source, directory)
+    return RunStore(directory), run_id
 
 
 # --- an app that stops (its queue closes) ----------------------------------------------------
@@ -136,9 +151,8 @@ def test_closing_the_app_queue_leaves_the_training_run_interrupted_with_its_chec
     store.close()
 
 
-def test_a_pending_resume_stays_interrupted_when_the_app_stops(tmp_path):
-    store = RunStore(tmp_path / "runs")
-    run_id, _ = interrupted_run(store)
+def test_a_pending_resume_stays_interrupted_when_the_app_stops(tmp_path, interrupted_store):
+    store, run_id = interrupted_run(interrupted_store, tmp_path / "runs")
     gate, busy = threading.Event(), threading.Event()
 
     def held(spec, **kwargs):  # the slot is busy with another run until the queue closes
@@ -313,11 +327,10 @@ CORRUPTIONS = {
 
 @pytest.mark.parametrize("case", sorted(CORRUPTIONS))
 def test_a_corrupt_checkpoint_is_reported_set_aside_and_training_restarts_cleanly(
-    tmp_path, case, capsys
+    tmp_path, case, capsys, interrupted_store
 ):
     damage, first_epoch, words = CORRUPTIONS[case]
-    store = RunStore(tmp_path / "runs")
-    run_id, _ = interrupted_run(store, epoch=3)
+    store, run_id = interrupted_run(interrupted_store, tmp_path / "runs")
     directory = store.artifact_dir(run_id)
     damage(directory / engine.BACKUP_DIR)
     bad = {p.name: p.read_bytes() for p in (directory / engine.BACKUP_DIR).iterdir()}

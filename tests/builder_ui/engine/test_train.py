@@ -57,19 +57,21 @@ DIVERGING = {
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """One tiny run, trained once for the tests that read its results."""
+    """One tiny run, trained once for the tests that read its results (and what a
+    `TerminalProgress` printed of it, on a stream that is not a terminal)."""
     store = RunStore(tmp_path_factory.mktemp("runs"))
     events = QueueProgress()
-    record = engine.run(TINY, store=store, callbacks=[events])
+    printed = io.StringIO()
+    record = engine.run(TINY, store=store, callbacks=[events, TerminalProgress(stream=printed)])
     drained = []
     while not events.events.empty():
         drained.append(events.events.get())
-    yield store, record, drained
+    yield store, record, drained, printed.getvalue()
     store.close()
 
 
 def test_tiny_run_is_recorded_done_with_history_and_metrics(trained):
-    store, record, _ = trained
+    store, record, _, _ = trained
     assert record.status == "done", record.error
     assert record.error is None
     assert record.name == "tiny-lstm" and record.spec["task"]["lag"] == 6
@@ -93,7 +95,7 @@ def test_tiny_run_is_recorded_done_with_history_and_metrics(trained):
 
 
 def test_saved_model_loads_safely_and_scores_the_recorded_metrics(trained):
-    store, record, _ = trained
+    store, record, _, _ = trained
     path = artifacts.artifact_path(store, record.id, engine.MODEL_FILE)
     assert path == store.artifact_dir(record.id) / "model.keras"
     assert sorted(p.name for p in path.parent.iterdir()) == ["model.keras"]  # no temp left
@@ -114,7 +116,7 @@ def test_saved_model_loads_safely_and_scores_the_recorded_metrics(trained):
 
 
 def test_progress_callbacks_see_every_batch_and_epoch_in_order(trained):
-    _, record, events = trained
+    _, record, events, _ = trained
     kinds = [kind for kind, _ in events]
     per_epoch = ["epoch_begin"] + ["batch_end"] * TINY_STEPS + ["epoch_end"]
     assert kinds == ["run_start", *per_epoch, *per_epoch, "run_end"]
@@ -130,7 +132,7 @@ def test_progress_callbacks_see_every_batch_and_epoch_in_order(trained):
 
 def test_same_spec_gives_the_same_history_on_cpu(trained):
     """Seeds make a CPU run reproducible; also runs a queued run by its id, as a sweep does."""
-    store, record, _ = trained
+    store, record, _, _ = trained
     if devices.detect().is_gpu:
         pytest.skip("bit-for-bit reproducibility is promised on the CPU only")
     queued = store.create_run(TINY, name="again")
@@ -140,15 +142,14 @@ def test_same_spec_gives_the_same_history_on_cpu(trained):
     assert again.metrics == record.metrics
 
 
-def test_terminal_progress_prints_epochs_and_the_result(tmp_path, capsys):
-    store = RunStore(tmp_path)
-    spec = {**TINY, "train": {**TINY["train"], "epochs": 1}}
-    record = engine.run(spec, store=store, callbacks=[TerminalProgress(stream=sys.stdout)])
-    out = capsys.readouterr().out.splitlines()
+def test_terminal_progress_prints_epochs_and_the_result(trained):
+    _, record, _, printed = trained
+    out = printed.splitlines()
     assert out[0].startswith(f"Run {record.id} (tiny-lstm) on ")
-    assert out[1].startswith("Epoch 1/1 ") and "val_accuracy" in out[1]
-    assert out[2].startswith(f"Run {record.id}: done")
-    assert "examples/s" in out[2]
+    assert out[1].startswith("Epoch 1/2 ") and "val_accuracy" in out[1]
+    assert out[2].startswith("Epoch 2/2 ") and "val_accuracy" in out[2]
+    assert out[3].startswith(f"Run {record.id}: done")
+    assert "examples/s" in out[3]
 
 
 class _Terminal(io.StringIO):

@@ -2,6 +2,7 @@
 
     keras-seq ui [--host 127.0.0.1] [--port 7860] [--runs DIR] [--auth USER:PASS]
                  [--data-dir DIR ...] [--max-upload-mb 10] [--trusted-proxy ADDR ...]
+                 [--no-warm-up]
 
 One page, one tab per step (each laid out in its `builder_ui/app/tabs/`
 module, wired to the others here); every event calls `builder_ui.app.actions`,
@@ -113,18 +114,21 @@ def start(
     data_dirs: Sequence[str | Path] = (),
     max_upload_bytes: int = MAX_FILE_SIZE,
     trusted_proxies: Sequence[str] = (),
+    warm_up: bool = True,
 ) -> tuple[gr.Blocks, str]:
     """Build the app and serve it in a background thread; returns `(app, local URL)`.
 
     Stop it with `stop(app)`. The GPUs are left to the training processes
     (`keep_gpus_for_training`): summaries and inspections run on the CPU.
     `X-Forwarded-For` is believed only from `trusted_proxies` (addresses or
-    networks; `serving.trusted_proxies`).
+    networks; `serving.trusted_proxies`). With `warm_up` the training processes
+    start now, so the first run starts at once; without, when the first run is
+    queued (a quicker start for browsing results).
     """
     keep_gpus_for_training()
     app = build_app(runs_dir, slots=slots, data_dirs=data_dirs, max_upload_bytes=max_upload_bytes)
-    # The training processes load Keras meanwhile, for the first run.
-    app.keras_seq_context.jobs.warm_up()
+    if warm_up:  # the training processes load Keras meanwhile, for the first run
+        app.keras_seq_context.jobs.warm_up()
     # Keras and every keras_seq module load here, in this thread, before the server takes a
     # request (the first model summary needs them): loaded in a background thread instead,
     # it raced the handlers' own imports of keras_seq modules, and Python's per-module import
@@ -171,6 +175,7 @@ def launch(
     data_dirs: Sequence[str | Path] = (),
     max_upload_bytes: int = MAX_FILE_SIZE,
     trusted_proxies: Sequence[str] = (),
+    warm_up: bool = True,
 ) -> None:
     """Serve the app on `host:port` (never through a public share link); block until stopped.
 
@@ -204,6 +209,7 @@ def launch(
             data_dirs=data_dirs,
             max_upload_bytes=max_upload_bytes,
             trusted_proxies=trusted_proxies,
+            warm_up=warm_up,
         )
         print(f"{TITLE} running on {local_url} (Ctrl+C to stop)", flush=True)
         app.block_thread()  # returns on KeyboardInterrupt, after closing the server

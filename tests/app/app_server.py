@@ -10,6 +10,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,17 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def children(self) -> list[str]:
+        """The command lines of the processes the server has started and not yet reaped."""
+        found = []
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            for pid in (task / "children").read_text().split():
+                try:
+                    found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" "))
+                except FileNotFoundError:  # it ended meanwhile
+                    continue
+        return [command.decode(errors="replace").strip() for command in found]
+
     def wait_until_up(self) -> None:
         """Poll the root page until it answers; fail if the server dies or times out."""
         deadline = self.started + STARTUP_TIMEOUT_S
@@ -104,3 +117,14 @@ class Server:
                 self.process.kill()
                 self.process.wait(timeout=15)
         return self.process.returncode
+
+
+@contextmanager
+def serving(directory: Path, *extra_args: str) -> Iterator[Server]:
+    """A `Server` over `directory`, up on entry and stopped on exit."""
+    running = Server(directory, *extra_args)
+    try:
+        running.wait_until_up()
+        yield running
+    finally:
+        running.stop()

@@ -1,6 +1,13 @@
-"""Fixtures of the app tests: one started app and one Chromium per test module.
+"""Fixtures of the app tests: one app that trains and one Chromium per test process.
 
-A module that needs a differently started app (`--auth`, limits) defines its own `server`.
+`make test` hands whole files to its workers (`--dist loadfile`); the modules a worker runs
+share its Chromium (each test opens its own context: its own cookies, storage and pages)
+and its app (`server`): a `keras-seq ui` with its training process warmed up, over a run
+store that the modules share. A test of that app therefore names the runs it looks at (by
+id, or by a name no other module gives), and counts a store's runs before and after rather
+than expecting it empty; every run it queues ends before it does, so the next module finds
+the queue idle. A module that needs a differently started app (`--auth`, limits, a store
+written beforehand, a restart) starts its own, with `--no-warm-up` where it never trains.
 """
 
 from __future__ import annotations
@@ -13,10 +20,10 @@ from tests.app.app_server import Server
 from tests.app.browser import launched_chromium
 
 
-@pytest.fixture(scope="module")
-def server(request, tmp_path_factory) -> Iterator[Server]:
-    """The app, started in a subprocess on a free port with its own run store."""
-    running = Server(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]))
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> Iterator[Server]:
+    """The app that trains, started in a subprocess on a free port with its own run store."""
+    running = Server(tmp_path_factory.mktemp("app"))
     try:
         running.wait_until_up()
         yield running
@@ -24,8 +31,8 @@ def server(request, tmp_path_factory) -> Iterator[Server]:
         running.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """A headless Chromium shared by the module's tests (each opens its own context)."""
+    """A headless Chromium shared by the test process's tests (each opens its own context)."""
     with launched_chromium() as chromium:
         yield chromium

@@ -1,10 +1,11 @@
 """End to end through the API: `keras-seq ui` in a subprocess, driven by `gradio_client`.
 
-One server for the module (a real `keras-seq ui` process on a free loopback
-port): the client builds a small model, trains it for one epoch, reads the
-results table, downloads the exports and the CSV, and sends bad input that
-must be refused with a message and store nothing. A second server checks
-authentication and a clean stop on SIGTERM.
+The app of the test process (`server` in `tests/app/conftest.py`: a real `keras-seq ui`
+process on a free loopback port, shared with the browser tests): the client builds a small
+model, trains it for one epoch, reads the results table, downloads the exports and the CSV,
+and sends bad input that must be refused with a message and store nothing. A second server
+(started with `--no-warm-up`: it never trains) checks authentication and a clean stop on
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,17 +40,6 @@ TINY_FIELDS = [
     ("train.epochs", "1"),
     ("train.batch_size", "32"),
 ]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[Server]:
-    """One running server without authentication, for the whole module."""
-    running = Server(tmp_path_factory.mktemp("app"))
-    try:
-        running.wait_until_up()
-        yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +217,7 @@ def test_bad_input_is_refused_with_a_message_and_stores_nothing(client, server, 
 
 
 def test_with_auth_the_app_answers_only_after_login_and_stops_on_sigterm(tmp_path):
-    running = Server(tmp_path, "--auth", "alice:s3cret")
+    running = Server(tmp_path, "--auth", "alice:s3cret", "--no-warm-up")
     try:
         running.wait_until_up()
         status, body = get(running.url + "/config")

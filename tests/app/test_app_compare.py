@@ -15,21 +15,12 @@ from collections.abc import Iterator
 import pytest
 
 from builder_ui.engine.store import RunStore
-from tests.app.app_server import Server
+from tests.app.app_server import Server, serving
 from tests.app.browser import needs_chromium
 from tests.app.compare_runs import record_run, record_runs
 from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
 
 pytestmark = [pytest.mark.large, needs_chromium]
-
-
-def _serve(directory) -> Iterator[Server]:
-    running = Server(directory)
-    try:
-        running.wait_until_up()
-        yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +39,7 @@ def mixed(tmp_path_factory) -> Iterator[tuple[Server, list[str]]]:
         spec = store.get(classifier).spec
         cancelled = store.create_run(spec, name="never-ran", sweep_id="sweep-b")
         store.set_status(cancelled, "cancelled")
-    for running in _serve(directory):
+    with serving(directory, "--no-warm-up") as running:  # it never trains
         yield running, [classifier, translator, pointer, cancelled]
 
 
@@ -57,7 +48,7 @@ def thousand(tmp_path_factory) -> Iterator[tuple[Server, list[str]]]:
     directory = tmp_path_factory.mktemp("compare-1000")
     with RunStore(directory / "runs") as store:
         ids = record_runs(store, 1000, epochs=1)
-    for running in _serve(directory):
+    with serving(directory, "--no-warm-up") as running:
         yield running, ids
 
 

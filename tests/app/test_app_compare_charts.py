@@ -14,7 +14,7 @@ import pytest
 
 from builder_ui.app.actions.compare import BLEU_ARTIFACT
 from builder_ui.engine.store import RunStore
-from tests.app.app_server import Server
+from tests.app.app_server import Server, serving
 from tests.app.browser import needs_chromium
 from tests.app.compare_runs import record_runs
 from tests.app.test_app_browser import UI_TIMEOUT_MS, screenshot
@@ -57,12 +57,8 @@ def served(tmp_path_factory) -> Iterator[tuple[Server, list[str]]]:
             path.write_text("weights")
         with store.atomic_artifact(ids[1], BLEU_ARTIFACT) as path:  # ids[1]: a seq2seq run
             path.write_text(BLEU_CSV)
-    running = Server(directory)
-    try:
-        running.wait_until_up()
+    with serving(directory, "--no-warm-up") as running:  # it never trains
         yield running, ids
-    finally:
-        running.stop()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from builder_ui.engine.store import RunStore
-from tests.app.app_server import Server
+from tests.app.app_server import Server, serving
 from tests.app.browser import needs_chromium
 from tests.app.compare_runs import TINY_SPECS, record_run
 from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS, screenshot
@@ -55,12 +55,8 @@ def served(tmp_path_factory) -> Iterator[tuple[Server, dict[str, str]]]:
         records = {key: engine.run(spec, store=store) for key, spec in SPECS.items()}
     assert all(r.status == "done" for r in records.values()), [r.error for r in records.values()]
     ids = {"classifier": classifier, **{key: record.id for key, record in records.items()}}
-    server = Server(directory)
-    try:
-        server.wait_until_up()
+    with serving(directory, "--no-warm-up") as server:  # it predicts, and never trains
         yield server, ids
-    finally:
-        server.stop()
 
 
 def open_inspect(browser, server):

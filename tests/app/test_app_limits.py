@@ -8,6 +8,10 @@
 - With `--auth`, failed logins from one address are answered 429 for a
   while (`Retry-After`), and a successful login starts afresh. The address is
   the TCP peer's; an `X-Forwarded-For` counts only from a `--trusted-proxy`.
+
+The default limits are those of the app of the test process (`server` in
+`tests/app/conftest.py`); the others' servers never train, so they start with
+`--no-warm-up`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import pytest
 import yaml
@@ -32,17 +36,6 @@ pytestmark = pytest.mark.large
 
 MIB = 2**20
 SOCKET_TIMEOUT_S = 60  # a hang guard for one request on a loaded machine
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[Server]:
-    """One server with the default limits and no `--data-dir`."""
-    running = Server(tmp_path_factory.mktemp("limits"))
-    try:
-        running.wait_until_up()
-        yield running
-    finally:
-        running.stop()
 
 
 def raw_post(
@@ -152,12 +145,14 @@ def test_a_spec_naming_a_server_file_is_refused_through_the_api_and_nothing_queu
         "model": {"type": "sequence_classifier", "encoder": {"type": "rnn", "units": 4}},
         "train": {"epochs": 1},
     }
+    with RunStore(server.runs) as store:
+        before = store.list_runs()
     message, *_ = client.predict(yaml.safe_dump(spec), api_name="/queue")
     assert message.startswith("**Nothing was queued.**"), message
     assert "`task.path`" in message and "'/etc/passwd'" in message and "--data-dir" in message
     assert "root:" not in message  # nothing of the file
     with RunStore(server.runs) as store:
-        assert store.list_runs() == []
+        assert store.list_runs() == before
 
 
 def login(url: str, password: str) -> tuple[int, str | None]:
@@ -171,7 +166,7 @@ def login(url: str, password: str) -> tuple[int, str | None]:
 
 
 def test_failed_logins_are_answered_429_for_a_while_and_a_good_login_starts_afresh(tmp_path):
-    running = Server(tmp_path, "--auth", "alice:s3cret")
+    running = Server(tmp_path, "--auth", "alice:s3cret", "--no-warm-up")
     try:
         running.wait_until_up()
         assert [login(running.url, "guess")[0] for _ in range(3)] == [400, 400, 400]
@@ -208,7 +203,9 @@ def test_the_login_throttle_counts_the_peer_and_believes_forwarded_for_only_from
     tmp_path,
 ):
     # The whole of 127.0.0.0/8 is this machine: 127.0.0.2 stands for a reverse proxy.
-    running = Server(tmp_path, "--auth", "alice:s3cret", "--trusted-proxy", "127.0.0.2")
+    running = Server(
+        tmp_path, "--auth", "alice:s3cret", "--trusted-proxy", "127.0.0.2", "--no-warm-up"
+    )
     try:
         running.wait_until_up()
         # A client (loopback, not the named proxy) making up a new address for each guess.
@@ -227,10 +224,10 @@ def test_the_login_throttle_counts_the_peer_and_believes_forwarded_for_only_from
     assert code == 0, running.log()
 
 
-def test_the_upload_cap_and_the_data_dirs_are_the_command_lines(tmp_path):
+def test_the_upload_cap_the_data_dirs_and_no_warm_up_are_the_command_lines(server, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    running = Server(tmp_path, "--max-upload-mb", "1", "--data-dir", str(data))
+    running = Server(tmp_path, "--max-upload-mb", "1", "--data-dir", str(data), "--no-warm-up")
     try:
         running.wait_until_up()
         # Just over 1 MiB: refused by the per-file cap, which --max-upload-mb sets.
@@ -252,6 +249,10 @@ def test_the_upload_cap_and_the_data_dirs_are_the_command_lines(tmp_path):
         }
         message, *_ = client.predict(yaml.safe_dump(spec), api_name="/queue")
         assert "**Nothing was queued.**" in message and f"({data.resolve()})" in message, message
+        # `--no-warm-up`: no training process was started, and none for a spec refused; the
+        # app of the test process, started without it, has its training process waiting.
+        assert running.children() == []
+        assert any("builder_ui.engine.worker" in command for command in server.children())
     finally:
         code = running.stop()
     assert code == 0, running.log()

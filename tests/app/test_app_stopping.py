@@ -19,7 +19,7 @@ import pytest
 
 from builder_ui.engine.store import RunStore, process_alive
 from tests.app.app_server import Server
-from tests.app.browser import launched_chromium, needs_chromium
+from tests.app.browser import needs_chromium
 
 WAIT_S = 180  # hang guard only: a loaded 2-core machine is far slower than a quiet one
 
@@ -90,7 +90,9 @@ def servers(tmp_path) -> Iterator[list[Server]]:
 
 
 @needs_chromium
-def test_sigterm_to_the_app_interrupts_the_run_and_the_restarted_app_resumes_it(tmp_path, servers):
+def test_sigterm_to_the_app_interrupts_the_run_and_the_restarted_app_resumes_it(
+    tmp_path, servers, browser
+):
     from playwright.sync_api import expect
 
     first = Server(tmp_path)
@@ -103,8 +105,9 @@ def test_sigterm_to_the_app_interrupts_the_run_and_the_restarted_app_resumes_it(
     again = Server(tmp_path)  # the same run store
     servers.append(again)
     again.wait_until_up()
-    with launched_chromium() as browser:
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        page = context.new_page()
         page.set_default_timeout(60_000)
         page.goto(again.url)
         page.get_by_role("tab", name="Train").click()
@@ -117,6 +120,8 @@ def test_sigterm_to_the_app_interrupts_the_run_and_the_restarted_app_resumes_it(
         assert re.search(f"from epoch {stopped.epochs_done + 1}", message.inner_text())
         done = page.locator(f'#ks-progress[data-run="{run_id}"][data-status="done"]')
         expect(done).to_be_visible(timeout=WAIT_S * 1000)
+    finally:
+        context.close()
     with RunStore(again.runs) as store:
         resumed = store.get(run_id)
     assert resumed.status == "done"

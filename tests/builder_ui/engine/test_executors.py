@@ -4,6 +4,7 @@ processes, streamed into the driver's store (the no-shared-disk cluster test is
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,18 +49,59 @@ def test_a_trial_that_fails_a_data_check_writes_nothing(tmp_path):
     assert store.list_runs() == []
 
 
-@pytest.mark.large
-def test_a_distribution_the_backend_cannot_run_names_its_field_once(tmp_path):
-    # `mirrored` is TensorFlow's; under JAX each trial is refused, the path printed once.
+# The refusals under JAX run in one fresh JAX interpreter (`refused_under_jax`): each
+# command is `keras-seq`'s `main` there, its stdout and stderr captured apart.
+JAX_CHILD = """
+import contextlib, io, json, sys
+from builder_ui import cli
+
+results = {}
+for name, argv in json.loads(sys.argv[1]).items():
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exit:
+            code = exit.code
+    results[name] = {"returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+print(json.dumps(results))
+"""
+TRANSFORMER = Path(__file__).resolve().parents[3] / "examples" / "specs" / "transformer.yaml"
+
+
+@pytest.fixture(scope="module")
+def refused_under_jax(tmp_path_factory):
+    """What `keras-seq` said to each refused command under JAX, and each one's run store."""
+    directory = tmp_path_factory.mktemp("jax")
+    mirrored = directory / "sweep.yaml"
     document = {**SWEEP, "train": {**SWEEP["train"], "distribution": "mirrored"}}
-    path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    mirrored.write_text(yaml.safe_dump(document), encoding="utf-8")
+    runs = {name: directory / name / "runs" for name in ("mirrored", "train", "sweep")}
+    float16 = ["--set", "train.mixed_precision=mixed_float16", "--set", "train.epochs=1"]
+    commands = {
+        "mirrored": ["sweep", str(mirrored), "--runs", str(runs["mirrored"])],
+        "train": ["train", str(TRANSFORMER), "--runs", str(runs["train"]), *float16],
+        "sweep": [
+            *["sweep", str(TRANSFORMER), "--runs", str(runs["sweep"]), *float16],
+            *["--set", "sweep={method: grid, parameters: {train.seed: [0, 1]}}"],
+        ],
+    }
     env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    argv = [sys.executable, "-m", "builder_ui.cli", "sweep", str(path), "--runs", str(tmp_path)]
-    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 2, result.stderr
-    lines = [line for line in result.stderr.splitlines() if "train.distribution" in line]
+    argv = [sys.executable, "-c", JAX_CHILD, json.dumps(commands)]
+    child = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    results = json.loads(child.stdout.strip().splitlines()[-1])
+    return {name: (results[name], runs[name]) for name in commands}
+
+
+@pytest.mark.large
+def test_a_distribution_the_backend_cannot_run_names_its_field_once(refused_under_jax):
+    # `mirrored` is TensorFlow's; under JAX each trial is refused, the path printed once.
+    result, runs = refused_under_jax["mirrored"]
+    assert result["returncode"] == 2, result["stderr"]
+    lines = [line for line in result["stderr"].splitlines() if "train.distribution" in line]
     assert lines and all(line.count("train.distribution") == 1 for line in lines), lines
+    assert not runs.exists()
 
 
 def test_executor_options_are_checked_before_anything_runs(tmp_path):
@@ -143,20 +185,13 @@ def test_ray_starts_its_own_instance_despite_a_stale_cluster_file(ray_tmpdir, tm
 
 @pytest.mark.large
 @pytest.mark.parametrize("command", ["train", "sweep"])
-def test_float16_on_jax_without_a_gpu_is_refused_before_any_run(tmp_path, command):
+def test_float16_on_jax_without_a_gpu_is_refused_before_any_run(refused_under_jax, command):
     # XLA's CPU dot_general has no float16 form: the Transformer preset trained one epoch under
     # mixed_float16 on JAX and then failed. Now it is refused with the field, nothing written.
-    spec = Path(__file__).resolve().parents[3] / "examples" / "specs" / "transformer.yaml"
-    runs = tmp_path / "runs"
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    argv = [sys.executable, "-m", "builder_ui.cli", command, str(spec), "--runs", str(runs)]
-    argv += ["--set", "train.mixed_precision=mixed_float16", "--set", "train.epochs=1"]
-    if command == "sweep":
-        argv += ["--set", "sweep={method: grid, parameters: {train.seed: [0, 1]}}"]
-    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
-    if result.returncode != 2 and "GPU" in result.stdout:
+    result, runs = refused_under_jax[command]
+    if result["returncode"] != 2 and "GPU" in result["stdout"]:
         pytest.skip("this machine has a GPU for JAX: float16 is allowed there")
-    assert result.returncode == 2, result.stderr
-    assert "train.mixed_precision" in result.stderr
-    assert "mixed_bfloat16" in result.stderr  # what to use instead
+    assert result["returncode"] == 2, result["stderr"]
+    assert "train.mixed_precision" in result["stderr"]
+    assert "mixed_bfloat16" in result["stderr"]  # what to use instead
     assert not runs.exists()

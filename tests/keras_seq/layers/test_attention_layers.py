@@ -693,15 +693,17 @@ IN_PROCESS_CASES = {
 
 # Under JAX, which compiles each op at its first use, the eager checks of the large ones take
 # 4-9 s of CPU (those of the others up to 2 s).
-test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
-    {**SAVED_CASES, **IN_PROCESS_CASES},
-    large_eager={
-        "bahdanau",
-        "luong_concat",
-        "scaled_dot_product",
-        "scaled_dot_product_explicit",
-        "pointer",
-    },
+test_layer_passes_eager_layer_checks, test_every_layer_fits_one_jit_compiled_step = (
+    in_process_check_tests(
+        {**SAVED_CASES, **IN_PROCESS_CASES},
+        large_eager={
+            "bahdanau",
+            "luong_concat",
+            "scaled_dot_product",
+            "scaled_dot_product_explicit",
+            "pointer",
+        },
+    )
 )
 
 

@@ -309,14 +309,16 @@ SAVED_CASES = {
 
 # Under JAX, which compiles each op at its first use, the eager checks of the large ones take
 # 4-7 s of CPU (peephole_forget_gate_sequences' up to 3.5 s).
-test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
-    SAVED_CASES,
-    large_eager={
-        "1997",
-        "forget_gate_sequences",
-        "peephole_truncated_state",
-        "peephole_forget_gate_sequences",
-    },
+test_layer_passes_eager_layer_checks, test_every_layer_fits_one_jit_compiled_step = (
+    in_process_check_tests(
+        SAVED_CASES,
+        large_eager={
+            "1997",
+            "forget_gate_sequences",
+            "peephole_truncated_state",
+            "peephole_forget_gate_sequences",
+        },
+    )
 )
 
 

@@ -141,8 +141,8 @@ SAVED_CASES = {
 }
 
 
-test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
-    SAVED_CASES
+test_layer_passes_eager_layer_checks, test_every_layer_fits_one_jit_compiled_step = (
+    in_process_check_tests(SAVED_CASES)
 )
 
 

@@ -371,8 +371,10 @@ IN_PROCESS_CASES = {
 
 # One case runs under JAX and PyTorch too; its eager checks take 10 s of CPU under JAX, which
 # compiles each op at its first use (the others' take 2 s on TensorFlow).
-test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
-    {**SAVED_CASES, **IN_PROCESS_CASES},
-    marks={"luong_concat_input_feeding": [agnostic]},
-    large_eager={"luong_concat_input_feeding"},
+test_layer_passes_eager_layer_checks, test_every_layer_fits_one_jit_compiled_step = (
+    in_process_check_tests(
+        {**SAVED_CASES, **IN_PROCESS_CASES},
+        marks={"luong_concat_input_feeding": [agnostic]},
+        large_eager={"luong_concat_input_feeding"},
+    )
 )

@@ -426,8 +426,8 @@ SAVED_CASES = {
 
 
 # The eager checks are large: 9-13 s of CPU under JAX, which compiles each op at its first use.
-test_layer_passes_eager_layer_checks, test_layer_fits_a_jit_compiled_step = in_process_check_tests(
-    SAVED_CASES, large_eager=SAVED_CASES
+test_layer_passes_eager_layer_checks, test_every_layer_fits_one_jit_compiled_step = (
+    in_process_check_tests(SAVED_CASES, large_eager=SAVED_CASES)
 )
 
 

@@ -198,13 +198,37 @@ _GUARDED_SIGNALS = tuple(
 )
 
 
+_HAS_MASK = hasattr(signal, "pthread_sigmask")
+
+
+def _kernel_signal_state() -> dict[str, list[str]]:
+    """Which guarded signals the kernel has blocked, ignored or caught for this thread.
+
+    What Python's `signal.getsignal` cannot see: a mask or disposition that C code set
+    (`/proc/thread-self/status`; empty where there is no such file)."""
+    try:
+        lines = Path("/proc/thread-self/status").read_text().splitlines()
+    except OSError:
+        return {}
+    state = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key in ("SigBlk", "SigIgn", "SigCgt"):
+            bits = int(value.strip(), 16)
+            state[key] = [signal.Signals(s).name for s in _GUARDED_SIGNALS if bits >> (s - 1) & 1]
+    return state
+
+
 @pytest.fixture(autouse=True)
 def _signal_handlers_put_back(request):
-    """Fail a test (at teardown) that leaves a signal handler changed, and put it back."""
+    """Fail a test (at teardown) that leaves a signal handler or the signal mask changed, and
+    put them back."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     before = {signum: signal.getsignal(signum) for signum in _GUARDED_SIGNALS}
+    kernel_before = _kernel_signal_state()
+    mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, []) if _HAS_MASK else None
     yield
     changed = {
         signal.Signals(signum).name: (handler, signal.getsignal(signum))
@@ -218,6 +242,15 @@ def _signal_handlers_put_back(request):
         pytest.fail(
             f"{request.node.nodeid} left signal handlers changed (name: before, after): "
             f"{changed}; a test must put back the handlers it or the code it runs installs.",
+            pytrace=False,
+        )
+    kernel_after = _kernel_signal_state()  # with Python's handlers put back
+    if kernel_after != kernel_before:
+        if mask_before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask_before)
+        pytest.fail(
+            f"{request.node.nodeid} left the main thread's signals changed below Python "
+            f"(blocked, ignored, caught): {kernel_before} -> {kernel_after}",
             pytrace=False,
         )
 

@@ -23,7 +23,11 @@ INCLUDE = re.compile(r'^--8<-- "([^"]+)"\s*$', flags=re.M)
 SECTION = re.compile(r"^## (.+?)\s*$", flags=re.M)
 
 # (page, section) → the test that runs that section's commands and code in order.
-RUN_ELSEWHERE = {("README.md", "Your own text"): "tests/test_readme_own_text.py"}
+RUN_ELSEWHERE = {
+    ("README.md", "Your own text"): "tests/test_readme_own_text.py",
+    # Beside a stale cluster file, where a second local Ray start would prove nothing more.
+    ("docs/how-to/ray_search.md", "On one machine"): "tests/builder_ui/engine/test_executors.py",
+}
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Every code block of the documentation runs or is checked, so the docs cannot rot.
 
-- Each page's python blocks run in order, in one namespace, in a fresh Python process whose
-  working directory is a temporary folder (with `examples/` linked in, so a page reads
-  `examples/specs/gru.yaml` as a user at the repository root does). The settings in the
-  pages are small: each page takes seconds to a minute on two CPU cores.
+- Each page's python blocks run in order, in one namespace, with a temporary folder of the
+  page's own as working directory (with `examples/` linked in, so a page reads
+  `examples/specs/gru.yaml` as a user at the repository root does). The pages run one after
+  another in one fresh Python process, Keras's global state reset between them. The settings
+  in the pages are small: each page takes seconds to a minute on two CPU cores.
 - A python block may opt out only with a first line `# not run: <reason>`.
 - yaml blocks that are specs (a mapping with `task` and `model`) are validated as
   `keras-seq validate` does before it reads any data: every field, and the model's kinds
@@ -17,9 +18,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
@@ -35,7 +39,7 @@ from tests.docs.snippets import (
     runnable_python_blocks,
 )
 
-PAGE_TIMEOUT_S = 900  # a hang guard: a page takes seconds to a minute; a loaded machine longer
+PAGES_TIMEOUT_S = 1800  # a hang guard: the pages take 2-3 minutes on 2 quiet cores
 MAX_NOT_RUN = 3
 SHELL_OPERATORS = {
     "|",
@@ -45,24 +49,91 @@ SHELL_OPERATORS = {
     "&",
 }  # opting out is the exception: each one is a block nobody checks
 
+# The pages run one after another in one fresh interpreter (a Python start and a Keras import
+# are most of a small page's cost), each in a folder of its own, its blocks in order in one
+# namespace: a `__main__` module of its own, so that code that looks its module up (pydantic
+# resolving annotations, pickling) finds it. Between pages Keras's global state (its session,
+# its dtype policy) and Matplotlib's figures are reset, as a new process would have them. A
+# page's failure is recorded and the next page runs.
 RUNNER = textwrap.dedent(
     """
-    import json, sys, traceback, types
-    # The blocks run as one script: their namespace is the `__main__` module, so that code
-    # that looks its module up (pydantic resolving annotations, pickling) finds it.
-    main = types.ModuleType("__main__")
-    sys.modules["__main__"] = main
-    namespace = main.__dict__
-    for block in json.load(open(sys.argv[1], encoding="utf-8")):
+    import json, os, sys, traceback, types
+
+    def reset():
+        if "keras" in sys.modules:
+            import keras
+            keras.backend.clear_session()
+            keras.config.set_dtype_policy("float32")
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
+
+    results = {}
+    for page in json.load(open(sys.argv[1], encoding="utf-8")):
+        os.chdir(page["folder"])
+        main = types.ModuleType("__main__")
+        sys.modules["__main__"] = main
+        print("PAGE " + page["page"], flush=True)
+        print("PAGE " + page["page"], file=sys.stderr, flush=True)
         try:
-            exec(compile(block["code"], block["where"], "exec"), namespace)
+            for block in page["blocks"]:
+                where = block["where"]
+                exec(compile(block["code"], where, "exec"), main.__dict__)
+            results[page["page"]] = None
         except BaseException:
-            traceback.print_exc()
-            print("BLOCK FAILED: " + block["where"], file=sys.stderr)
-            sys.exit(1)
-    print("ALL BLOCKS RAN")
+            results[page["page"]] = where + ":\\n" + traceback.format_exc()
+        reset()
+    with open(sys.argv[2], "w", encoding="utf-8") as out:
+        json.dump(results, out)
     """
 )
+
+
+@pytest.fixture(scope="module")
+def page_results(tmp_path_factory) -> tuple[dict[str, str | None], str]:
+    """Every page's python blocks run in one fresh interpreter: (page -> None or the error, log).
+
+    Each page's folder has `examples/` linked in, so a page reads `examples/specs/gru.yaml` as
+    a user at the repository root does.
+    """
+    root = tmp_path_factory.mktemp("pages")
+    ray_root = Path(tempfile.mkdtemp(prefix="ray", dir=tempfile.gettempdir()))  # see ray_temp_root
+    plan = []
+    for index, page in enumerate(python_pages()):
+        folder = root / f"page{index}"
+        folder.mkdir()
+        (folder / "examples").symlink_to(ROOT / "examples")
+        blocks_to_run = [
+            {"where": block.where, "code": block.code} for block in runnable_python_blocks(page)
+        ]
+        plan.append({"page": _page_id(page), "folder": str(folder), "blocks": blocks_to_run})
+    (root / "pages.json").write_text(json.dumps(plan), encoding="utf-8")
+    (root / "runner.py").write_text(RUNNER, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "MPLBACKEND": "Agg",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow"),
+        # A Ray of the pages' own (the Ray how-to starts one), never the machine's /tmp/ray;
+        # short, as Ray's Unix sockets live under it.
+        "RAY_TMPDIR": str(ray_root),
+    }
+    env.pop("RAY_ADDRESS", None)
+    try:
+        result = subprocess.run(
+            [sys.executable, "runner.py", str(root / "pages.json"), str(root / "results.json")],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=PAGES_TIMEOUT_S,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(ray_root, ignore_errors=True)
+    log = result.stdout[-3000:] + result.stderr[-6000:]
+    assert result.returncode == 0, log
+    return json.loads((root / "results.json").read_text(encoding="utf-8")), log
 
 
 def _page_id(page) -> str:
@@ -71,35 +142,10 @@ def _page_id(page) -> str:
 
 @pytest.mark.large
 @pytest.mark.parametrize("page", python_pages(), ids=_page_id)
-def test_python_blocks_of_the_page_run_in_order(page, tmp_path, ray_temp_root):
-    runnable = [
-        {"where": block.where, "code": block.code} for block in runnable_python_blocks(page)
-    ]
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    (tmp_path / "blocks.json").write_text(json.dumps(runnable), encoding="utf-8")
-    (tmp_path / "runner.py").write_text(RUNNER, encoding="utf-8")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "MPLBACKEND": "Agg",
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow"),
-        # A Ray of the page's own (the Ray how-to starts one), never the machine's /tmp/ray;
-        # short, as Ray's Unix sockets live under it.
-        "RAY_TMPDIR": str(ray_temp_root),
-    }
-    env.pop("RAY_ADDRESS", None)
-    result = subprocess.run(
-        [sys.executable, "runner.py", "blocks.json"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=PAGE_TIMEOUT_S,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
-    assert "ALL BLOCKS RAN" in result.stdout
+def test_python_blocks_of_the_page_run_in_order(page, page_results):
+    results, log = page_results
+    error = results[_page_id(page)]
+    assert error is None, f"{error}\n--- the end of the pages' output ---\n{log}"
 
 
 def test_sections_run_elsewhere_have_their_test():

@@ -16,6 +16,9 @@ import yaml
 from builder_ui.engine import executors
 from builder_ui.engine.store import RunStore
 from builder_ui.specs import SpecError
+from tests.docs import snippets
+
+HOW_TO = snippets.ROOT / "docs" / "how-to" / "ray_search.md"
 
 # Two trials of a tiny classifier; one epoch each.
 SWEEP = {
@@ -166,18 +169,22 @@ def test_ray_runs_each_trial_in_a_worker_on_its_train_backend_into_one_store(loc
 
 
 @pytest.mark.large
-def test_ray_starts_its_own_instance_despite_a_stale_cluster_file(ray_tmpdir, tmp_path):
-    # What a `ray start` whose processes are gone leaves behind: the address of a dead cluster.
-    # A plain ray.init() tried to join it and refused num_cpus ("When connecting to an existing
+def test_the_ray_how_to_starts_its_own_instance_despite_a_stale_cluster_file(
+    ray_tmpdir, tmp_path, monkeypatch
+):
+    # The how-to's "On one machine" block (docs/how-to/ray_search.md), run as written: two
+    # trials on a new local instance, which it asserts end `done`. Here it runs beside what a
+    # `ray start` whose processes are gone leaves behind: the address of a dead cluster. A
+    # plain ray.init() tried to join it and refused num_cpus ("When connecting to an existing
     # cluster, num_cpus and num_gpus must not be provided").
     ray = pytest.importorskip("ray")
+    (block,) = [
+        b for b in snippets.section_blocks(HOW_TO, "On one machine") if b.language == "python"
+    ]
     ray_tmpdir.mkdir(parents=True)
     (ray_tmpdir / "ray_current_cluster").write_text("127.0.0.1:1\n", encoding="utf-8")
-    store = RunStore(tmp_path / "runs")
-    document = {**SWEEP, "sweep": {"parameters": {"model.encoder.cell": ["gru"]}}}
-    result = executors.run_sweep(document, store=store, executor="ray", num_cpus=2)
-    records = store.list_runs(sweep_id=result.sweep_id, history=True)
-    assert [record.status for record in records] == ["done"], [r.error for r in records]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.code, block.where, "exec"), {"__name__": "how_to"})
     assert not ray.is_initialized()  # the instance it started is stopped at the end
     # Its session lived in the test's Ray directory, not the machine's.
     assert any(path.name.startswith("session_") for path in ray_tmpdir.iterdir())

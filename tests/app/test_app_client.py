@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 
 from builder_ui.engine.store import RunStore
+from builder_ui.lab.runner import LAB_DIR
 from tests.app.app_server import Server, get, listening_addresses
+from tests.builder_ui.lab.quick_experiment_one import check_the_report_of_quick_experiment_one
 
 pytestmark = pytest.mark.large
 
@@ -241,9 +243,14 @@ def test_with_auth_the_app_answers_only_after_login_and_stops_on_sigterm(tmp_pat
 
 
 @pytest.mark.large
-def test_the_lab_list_runs_an_experiment_and_shows_its_figure(client):
+def test_the_lab_list_runs_an_experiment_and_shows_its_figure(client, server):
+    # A real child process (`keras-seq lab --only 1 --quick`) runs the quick lab's smallest
+    # experiment (1, vanishing gradients: two gradient-flow measurements and two SimpleRNN
+    # runs through the engine) into the app's store; its figure, finding and verdict show.
     status, *_ = client.predict(1, api_name="/lab_run")
     assert "running" in status
+    status, *_ = client.predict(2, api_name="/lab_run")
+    assert "Experiment 1 is still running" in status  # one experiment at a time
     deadline = time.monotonic() + 300
     while True:
         status, figure, finding, table, _timer = client.predict(1, api_name="/lab_poll")
@@ -255,6 +262,8 @@ def test_the_lab_list_runs_an_experiment_and_shows_its_figure(client):
     assert "agrees" in finding
     (row,) = [row for row in table_rows(table) if row["#"] == 1]
     assert row["last verdict"] in ("agrees", "partly agrees", "does not agree")
+    # What it left in the store's lab folder: the report, tables, results.json and the runs.
+    check_the_report_of_quick_experiment_one(server.runs / LAB_DIR, server.runs)
 
 
 def test_a_request_for_another_host_name_is_refused_dns_rebinding(server):

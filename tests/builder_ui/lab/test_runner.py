@@ -1,21 +1,12 @@
-"""The app's Lab list: one click runs an experiment in its own process and shows its figure.
+"""The app's Lab runner: the command it starts and what it refuses.
 
-A real child process (`keras-seq lab --only 1 --quick`) runs the quick lab's smallest
-experiment (1, vanishing gradients: two gradient-flow measurements and two SimpleRNN runs
-through the engine) into a real run store; the runs it trained are then in the store (and
-so in the Compare tab) and its figure is found for the page. The test then reads the rest of
-what the experiment left: the Markdown report, the tables and results.json.
+A real child process running quick experiment 1 from the app, its runs, figure and report,
+is tested once, through the app (tests/app/test_app_client.py).
 """
-
-import json
 
 import pytest
 
-from builder_ui.engine.store import RunStore
-from builder_ui.lab import report
 from builder_ui.lab.runner import LabRunner
-
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def test_command_runs_one_quick_experiment_into_the_apps_store(tmp_path):
@@ -28,72 +19,3 @@ def test_command_runs_one_quick_experiment_into_the_apps_store(tmp_path):
     assert runner.status().state == "idle"
     with pytest.raises(ValueError, match=r"`number`.*got 9"):
         runner.start(9)
-
-
-@pytest.mark.large
-@pytest.mark.timeout(300)
-def test_an_experiment_started_from_the_app_trains_runs_and_shows_its_figure(tmp_path):
-    runner = LabRunner(tmp_path / "runs")
-    assert runner.start(1).state == "running"
-    with pytest.raises(ValueError, match="still running"):
-        runner.start(2)  # one experiment at a time
-    status = runner.wait(timeout=300)
-    assert status.state == "done", status.message
-    figure = runner.figure(1)
-    assert figure is not None and figure.read_bytes()[:8] == PNG_MAGIC
-    (result,) = runner.results()
-    assert result.number == 1 and result.mode == "quick" and result.run_ids
-    with RunStore(runner.runs_dir) as store:
-        names = {store.get(run_id).name for run_id in result.run_ids}
-        assert all(name.startswith("lab-1-") for name in names), names
-        assert {record.status for record in store.list_runs(ids=result.run_ids)} == {"done"}
-    _check_the_report_of_quick_experiment_one(runner.out_dir, runner.runs_dir)
-
-
-def _check_the_report_of_quick_experiment_one(out, runs):
-    """The report, figure, tables, results.json and runs experiment 1 left (quick mode)."""
-    text = (out / report.REPORT_FILE).read_text(encoding="utf-8")
-    assert "## 1. Vanishing gradients" in text
-    assert "**The papers' claim.**" in text and "**Measured.**" in text
-    assert "**Verdict:" in text and "Quick mode" in text
-    for other in range(2, 6):  # only experiment 1 ran
-        assert f"## {other}." not in text
-
-    data = json.loads((out / report.RESULTS_FILE).read_text(encoding="utf-8"))
-    entry = data["experiments"]["1"]
-    assert entry["mode"] == "quick" and data["invocation"]["experiments"] == [1]
-    figure = out / entry["figures"][0]
-    assert f"]({entry['figures'][0]})" in text
-    assert figure.read_bytes()[:8] == PNG_MAGIC and figure.stat().st_size > 10_000
-
-    # Table (a): every layer measured, the SimpleRNN vanishing, the truncated carousel flat.
-    gradient_rows = {row["layer"]: row for row in entry["tables"][0]["rows"]}
-    assert len(gradient_rows) == 5
-    ratio_column = next(c for c in entry["tables"][0]["columns"] if c.startswith("ratio"))
-    assert gradient_rows["SimpleRNN"][ratio_column] < 1e-6
-    assert 0.5 <= gradient_rows["CEC-LSTM 1997, truncated gradient"][ratio_column] <= 2.0
-    assert "| SimpleRNN |" in text
-
-    # Table (b): clipping caps the exploding side at the clip norm, keeps the vanishing ratio.
-    exploding, vanishing = entry["tables"][1]["rows"]
-    assert exploding["total grad norm"] > 1e3
-    assert exploding["after clipping to 1"] == pytest.approx(1.0, rel=1e-3)
-    assert vanishing["same ratio after clipping"] == pytest.approx(
-        vanishing["ratio lag 99 / lag 0"], rel=1e-3
-    )
-
-    # The runs are in the store, in the experiment's sweep, named, and agree with table (c).
-    with RunStore(runs) as store:
-        records = store.list_runs(sweep_id=entry["sweep_id"], history=True)
-    assert sorted(r.id for r in records) == sorted(entry["run_ids"])
-    assert sorted(r.name for r in records) == [
-        "lab-1-simple-lag50-clip",
-        "lab-1-simple-lag50-noclip",
-    ]
-    assert all(r.status == "done" and r.spec["task"]["type"] == "long_lag" for r in records)
-    clipnorms = {r.name: r.spec["train"]["clipnorm"] for r in records}
-    assert clipnorms == {"lab-1-simple-lag50-clip": 1.0, "lab-1-simple-lag50-noclip": None}
-    trained = {row["run"]: row for row in entry["tables"][2]["rows"]}
-    for record in records:
-        best = max(epoch.metrics["val_accuracy"] for epoch in record.history)
-        assert trained[record.name]["best val accuracy"] == pytest.approx(best, abs=1e-3)

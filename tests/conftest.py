@@ -78,6 +78,27 @@ def _share_the_cores() -> None:
 _share_the_cores()
 
 
+def _take_ctrl_c_back() -> None:
+    """Give Ctrl-C (SIGINT) back to the test processes when they were started without it.
+
+    A shell without job control starts a background command (`make test &`, a CI step run
+    with `&`) with SIGINT ignored, and every process below it inherits that, fresh Pythons
+    included (Python installs no handler for a signal it inherits ignored). The tests of
+    Ctrl-C then fail, in process and in the children they start: `DID NOT RAISE
+    KeyboardInterrupt`, a `keras-seq sweep` that does not stop. The test processes get
+    Python's own handler back, and SIGINT unblocked, so that those tests see what a user's
+    terminal gives; the children they start inherit the default. Such a run is not in the
+    terminal's foreground, so no key press reaches it either way.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
+_take_ctrl_c_back()
+
+
 def _backend() -> str:
     return os.environ.get("KERAS_BACKEND", "tensorflow")
 

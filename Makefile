@@ -74,12 +74,10 @@ test-large: $(STAMP) browser ## The `large` tests alone, on the three backends.
 	KERAS_BACKEND=jax $(PYTEST) -m "backend_agnostic and large"
 	KERAS_BACKEND=torch $(PYTEST) -m "backend_agnostic and large"
 
-# Everything, as CI runs it: make check, then the large tier. (One pytest run per backend for
-# both was tried on 2026-12-06: its workers then ran quick files before the Ctrl-C tests of
-# tests/builder_ui/engine/test_stopping.py and test_tune_search.py, which failed in that order
-# only, "DID NOT RAISE KeyboardInterrupt", with no test leaving a signal handler changed; the
-# cause is still to be found, see issue 46.) The docs build (`mkdocs build --strict`) is a large
-# test: tests/docs/test_site.py builds the site once and reads the pages it promises.
+# Everything, as CI runs it: make check, then the large tier. The docs build (`mkdocs build
+# --strict`) is a large test: tests/docs/test_site.py builds the site once and reads the pages
+# it promises. Started in the background (`make test &`), the suite inherits SIGINT ignored;
+# tests/conftest.py takes it back, so the Ctrl-C tests see what a terminal gives.
 test: check test-large ## make check, then every `large` test (docs build and browser tests too): CI.
 
 # Each test's time, per backend, into tests/durations.json: the order in which the files are

@@ -78,6 +78,9 @@ def _share_the_cores() -> None:
 _share_the_cores()
 
 
+_HAS_MASK = hasattr(signal, "pthread_sigmask")
+
+
 def _take_ctrl_c_back() -> None:
     """Give Ctrl-C (SIGINT) back to the test processes when they were started without it.
 
@@ -92,7 +95,7 @@ def _take_ctrl_c_back() -> None:
     """
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if hasattr(signal, "pthread_sigmask"):
+    if _HAS_MASK:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
 
 
@@ -219,9 +222,6 @@ _GUARDED_SIGNALS = tuple(
 )
 
 
-_HAS_MASK = hasattr(signal, "pthread_sigmask")
-
-
 def _kernel_signal_state() -> dict[str, list[str]]:
     """Which guarded signals the kernel has blocked, ignored or caught for this thread.
 
@@ -259,16 +259,16 @@ def _signal_handlers_put_back(request):
     for signum, handler in before.items():
         if handler is not None:  # None: set outside Python, cannot be put back from here
             signal.signal(signum, handler)
+    kernel_after = _kernel_signal_state()  # with Python's handlers put back
+    if kernel_after != kernel_before and mask_before is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask_before)
     if changed:
         pytest.fail(
             f"{request.node.nodeid} left signal handlers changed (name: before, after): "
             f"{changed}; a test must put back the handlers it or the code it runs installs.",
             pytrace=False,
         )
-    kernel_after = _kernel_signal_state()  # with Python's handlers put back
     if kernel_after != kernel_before:
-        if mask_before is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask_before)
         pytest.fail(
             f"{request.node.nodeid} left the main thread's signals changed below Python "
             f"(blocked, ignored, caught): {kernel_before} -> {kernel_after}",

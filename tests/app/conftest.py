@@ -16,19 +16,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.app.app_server import Server
+from tests.app.app_server import Server, serving
 from tests.app.browser import launched_chromium
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory) -> Iterator[Server]:
     """The app that trains, started in a subprocess on a free port with its own run store."""
-    running = Server(tmp_path_factory.mktemp("app"))
-    try:
-        running.wait_until_up()
+    with serving(tmp_path_factory.mktemp("app")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="session")

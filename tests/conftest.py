@@ -4,12 +4,16 @@ Tiers (as keras-hub's): a test is `large` when it trains to a threshold, starts 
 process (a browser, a Ray cluster, a fresh interpreter, any subprocess), or runs longer than
 5 s. `make check` runs every test that is not `large`; `make test` runs them all. The tier is
 measured, not guessed: a test left unmarked that starts a process, or whose setup and call
-took more than `LARGE_SECONDS` both of wall time and of this process's CPU time, fails with a
-message that says so. Wall and CPU time must both exceed the bound, so a quick test slowed by a
-busy machine (wall time up, CPU time not) or one that keeps several cores busy for a moment
-(CPU time up, wall time not) is not misjudged; a test that only waits is caught by
-`WAIT_SECONDS`, far above what load alone makes of a quick test. `KERAS_SEQ_TIER_GUARD=0`
-turns the check off (to time a test that is being written).
+took more than `MARGIN` times `LARGE_SECONDS` both of wall time and of this process's CPU time,
+fails with a message that says so. Wall and CPU time must both exceed the bound, so a quick test
+slowed by a busy machine (wall time up, CPU time not) or one that keeps several cores busy for a
+moment (CPU time up, wall time not) is not misjudged; a test that only waits is caught by
+`WAIT_SECONDS`, far above what load alone makes of a quick test. The bound is the tiers'
+(5 s on 2 quiet cores); the run fails only past twice that, because a slower machine, or a
+backend whose first use of an op compiles it (JAX) in whichever test comes first, makes a
+4-second test take 5.5 there (CI did, at 2.9 s here). A test between the two is listed at the
+end of the run, to be marked or made cheaper. `KERAS_SEQ_TIER_GUARD=0` turns the check off (to
+time a test that is being written).
 
 Order: `make test` runs the files on two workers (`--dist loadfile`), handing the next file to
 the worker that frees up first. The files of large tests go first, longest first, by the
@@ -37,6 +41,7 @@ pytest_plugins = ["pytester"]  # tests/test_tiers.py runs this conftest on small
 
 # The bound is settable so that the guard's own test (tests/test_tiers.py) need not wait 5 s.
 LARGE_SECONDS = float(os.environ.get("KERAS_SEQ_LARGE_SECONDS", "5"))
+MARGIN = 2.0  # the run fails past MARGIN * LARGE_SECONDS; between the two, a test is listed
 WAIT_SECONDS = 24 * LARGE_SECONDS
 GUARD = os.environ.get("KERAS_SEQ_TIER_GUARD", "1") != "0"
 # KERAS_SEQ_TIER_NEAR=FILE lists the unmarked tests that came within NEAR of the bound (both
@@ -201,8 +206,11 @@ def pytest_runtest_makereport(item, call):
     reasons = []
     if started:
         reasons.append(f"it started {len(started)} process(es), the first: {started[0]}")
-    if (wall > LARGE_SECONDS and cpu > LARGE_SECONDS) or wall > WAIT_SECONDS:
-        reasons.append(f"setup and call took {wall:.1f} s wall, {cpu:.1f} s CPU")
+    took = f"setup and call took {wall:.1f} s wall, {cpu:.1f} s CPU"
+    if min(wall, cpu) > MARGIN * LARGE_SECONDS or wall > WAIT_SECONDS:
+        reasons.append(took)
+    elif min(wall, cpu) > LARGE_SECONDS:  # listed at the end (xdist carries user_properties)
+        report.user_properties.append(("over_the_tier_bound", took))
     if reasons:
         report.outcome = "failed"
         report.longrepr = (
@@ -320,6 +328,23 @@ def pytest_collection_modifyitems(config, items) -> None:
     first_seen = {path: index for index, path in enumerate(dict.fromkeys(i.path for i in items))}
     length = {path: seconds(path) for path in first_seen}
     items.sort(key=lambda item: (-length[item.path], first_seen[item.path]))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    over = [
+        (report.nodeid, value)
+        for report in terminalreporter.stats.get("passed", [])
+        for key, value in getattr(report, "user_properties", ())
+        if key == "over_the_tier_bound"
+    ]
+    if over:
+        terminalreporter.section("over the large tier's bound")
+        terminalreporter.line(
+            f"Not marked large, and over {LARGE_SECONDS:.0f} s here (the run fails past "
+            f"{MARGIN * LARGE_SECONDS:.0f} s): mark them `large` or make them cheaper."
+        )
+        for nodeid, took in over:
+            terminalreporter.line(f"{nodeid}: {took}")
 
 
 def pytest_runtest_logreport(report) -> None:

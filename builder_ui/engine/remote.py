@@ -300,7 +300,7 @@ class Mirror:
         run_id = message["run_id"]
         if run_id in self.finished:
             if message["kind"] == "epoch":
-                storage.release(message["checkpoint"])  # sent after the trial's end was seen
+                self._release(message["checkpoint"])  # sent after the trial's end was seen
             return
         if message["kind"] == "result":
             self.result(run_id, message["result"])
@@ -309,7 +309,16 @@ class Mirror:
         elif message["kind"] == "epoch":
             self._running(run_id, {})
             checkpoint = message["checkpoint"]
-            self._write_directory(run_id, train.BACKUP_DIR, storage.receive(checkpoint))
+            try:
+                received = storage.receive(checkpoint, uri=self.storage_uri)
+                self._write_directory(run_id, train.BACKUP_DIR, received)
+            except ValueError as error:  # what it left under the URI goes with the run
+                self.failed(
+                    run_id,
+                    error,
+                    what="An epoch its worker sent was refused, and nothing of it written",
+                )
+                return
             self.store.append_epoch(
                 run_id,
                 message["epoch"],
@@ -317,25 +326,46 @@ class Mirror:
                 seconds=message["seconds"],
                 time_=message["time"],
             )
-            storage.release(checkpoint)
+            self._release(checkpoint)
+
+    def _release(self, payload: Mapping[str, Any]) -> None:
+        """Delete a payload's files under the sweep's storage URI (never under another)."""
+        if "files" not in payload and payload.get("uri") == self.storage_uri:
+            storage.release(payload)
 
     def result(self, run_id: str, result: Mapping[str, Any]) -> None:
-        """Write a trial's files and history, then give the run its final record."""
+        """Write a trial's files and history, then give the run its final record.
+
+        Every file name the worker sent is checked first (`_inside`): one that would land
+        outside the run's folder fails the run, and nothing it sent is written.
+        """
         self._running(run_id, {})
-        directory = self.store.artifact_dir(run_id)
-        received = storage.receive(result["directory"])
+        try:
+            received = storage.receive(result["directory"], uri=self.storage_uri)
+            targets = {
+                relative: self._inside(run_id, relative, "a file named") for relative in received
+            }
+            recorded = {
+                name: self._inside(run_id, relative, f"the artifact {name!r} as")
+                for name, relative in result["artifacts"].items()
+            }
+        except ValueError as error:
+            self.failed(
+                run_id, error, what="Its worker's result was refused, and nothing of it written"
+            )
+            return
         for relative, content in received.items():
-            files.write_bytes(directory / relative, content)
+            files.write_bytes(targets[relative], content)
         for row in result["history"]:
             self.store.append_epoch(
                 run_id, row["epoch"], row["metrics"], seconds=row["seconds"], time_=row["time"]
             )
-        for name, relative in result["artifacts"].items():
-            self.store.set_artifact(run_id, name, directory / relative)
+        for name, target in recorded.items():
+            self.store.set_artifact(run_id, name, target)
         if result["status"] != "interrupted" and train.BACKUP_DIR not in {
             Path(relative).parts[0] for relative in received
         }:
-            shutil.rmtree(directory / train.BACKUP_DIR, ignore_errors=True)
+            shutil.rmtree(self.store.artifact_dir(run_id) / train.BACKUP_DIR, ignore_errors=True)
         fields = {field: result[field] for field in RESULT_FIELDS if result[field] is not None}
         self.store.finish(
             run_id,
@@ -384,7 +414,9 @@ class Mirror:
             "trial); its epochs are kept, no model was saved.",
         )
 
-    def failed(self, run_id: str, error: BaseException) -> None:
+    def failed(
+        self, run_id: str, error: BaseException, *, what: str = "The Ray task failed"
+    ) -> None:
         """A trial whose task raised: `failed` with the error, unless it already ended."""
         self._ended(run_id)
         record = self.store.get(run_id, history=False)
@@ -396,8 +428,7 @@ class Mirror:
         self.store.finish(
             run_id,
             "failed",
-            error=f"The Ray task failed: {type(error).__name__}: "
-            f"{lines[-1] if lines else 'no message'}",
+            error=f"{what}: {type(error).__name__}: {lines[-1] if lines else 'no message'}",
         )
 
     def _ended(self, run_id: str) -> None:
@@ -412,8 +443,34 @@ class Mirror:
         elif info:
             self.store.update(run_id, **{k: v for k, v in info.items() if v})
 
+    def _inside(self, run_id: str, relative: object, what: str) -> Path:
+        """Where a name a worker sent lands in the run's folder; ValueError if outside it.
+
+        A worker is another machine, and what it sends is data: a name that is not a plain
+        relative path (absolute, with `..`, empty) or that a symbolic link in the run's
+        folder leads out of (`RunStore.artifact_target`) is refused, naming it.
+        """
+        try:
+            storage.check_relative(relative)
+        except ValueError:
+            raise ValueError(
+                f"the worker sent {what} {relative!r}, which is not a path inside "
+                f"run {run_id!r}'s folder"
+            ) from None
+        try:
+            return self.store.artifact_target(run_id, relative)
+        except ValueError:
+            raise ValueError(
+                f"the worker sent {what} {relative!r}, which leads outside run {run_id!r}'s folder"
+            ) from None
+
     def _write_directory(self, run_id: str, name: str, contents: Mapping[str, bytes]) -> None:
-        """Replace `<run>/<name>/` with `contents`: written beside it, then renamed into place."""
+        """Replace `<run>/<name>/` with `contents`: written beside it, then renamed into place.
+
+        The names are checked first (`_inside`); a ValueError leaves the folder as it was.
+        """
+        for relative in contents:
+            self._inside(run_id, f"{name}/{relative}", "a checkpoint file named")
         with files.atomic_path(self.store.artifact_dir(run_id) / name) as temporary:
             temporary.mkdir()
             for relative, content in contents.items():

@@ -155,10 +155,32 @@ def ship(files: Mapping[str, bytes], uri: str | None, run_id: str, key: str) -> 
     return {"uri": uri, "run_id": run_id, "key": key, "names": sorted(files)}
 
 
-def receive(payload: Mapping[str, Any]) -> dict[str, bytes]:
-    """The files a payload from `ship` stands for (read from the URI where it has one)."""
+def check_relative(name: object) -> str:
+    """`name` if it is a plain relative POSIX path (no `..`, not absolute, no empty or NUL
+    part), as the files a worker sends must be named; ValueError naming it otherwise."""
+    parts = name.split("/") if isinstance(name, str) else []
+    if not parts or name.startswith("/") or "\0" in name or {"", ".", ".."} & set(parts):
+        raise ValueError(f"a file named {name!r}: not a plain relative path")
+    return name
+
+
+def receive(payload: Mapping[str, Any], *, uri: str | None) -> dict[str, bytes]:
+    """The files a payload from `ship` stands for (read from the URI where it has one).
+
+    What a payload names is checked before anything is read: its files' names are plain
+    relative paths (`check_relative`), and a payload read from storage names `uri`, the
+    storage the driver itself chose (None: files by value only), not one a worker made up.
+
+    Raises:
+        ValueError: A name or the storage URI is not what the driver allows.
+    """
+    names = payload["files"] if "files" in payload else payload["names"]
+    for name in names:
+        check_relative(name)
     if "files" in payload:
         return dict(payload["files"])
+    if payload["uri"] != uri:
+        raise ValueError(f"the files are under {payload['uri']!r}, not the sweep's storage {uri!r}")
     filesystem, base = _filesystem(payload["uri"])
     directory = _key_path(base, payload["run_id"], payload["key"])
     files = {}
@@ -189,4 +211,4 @@ def _delete_dir(filesystem: Any, path: str) -> None:
         filesystem.delete_dir(path)
 
 
-__all__ = ["StorageError", "check", "receive", "release", "release_run", "ship"]
+__all__ = ["StorageError", "check", "check_relative", "receive", "release", "release_run", "ship"]

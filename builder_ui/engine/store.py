@@ -569,6 +569,11 @@ class RunStore:
         self._read_only = _read_only_reason(self.path)
         self._init_schema()
 
+    @property
+    def read_only(self) -> str | None:
+        """Why the store cannot be changed ("on a read-only file system", ...), or None."""
+        return self._read_only
+
     def _check_writable(self) -> None:
         """Raise `ReadOnlyStoreError` before a change to a read-only store (nothing written)."""
         if self._read_only is not None:
@@ -1278,15 +1283,23 @@ class RunStore:
         ...     model.save(path)
         """
         self._check_writable()
-        target = self._artifact_path(run_id, relative_path)
+        target = self.artifact_target(run_id, relative_path)
         with files.atomic_path(target) as temp:
             yield temp
         self.set_artifact(run_id, Path(relative_path).name, target)
 
-    def _artifact_path(self, run_id: str, relative_path: str) -> Path:
+    def artifact_target(self, run_id: str, relative_path: str) -> Path:
+        """Where to write the run's file `relative_path`: its folder resolved inside the run's,
+        its last part not followed (the rename that puts a file in place replaces a symbolic
+        link found there, never writes through it).
+
+        Raises:
+            ValueError: The path leads outside `<directory>/<run_id>/`.
+        """
         base = self.artifact_dir(run_id).resolve()
-        target = (base / relative_path).resolve()
-        if base not in target.parents:
+        unresolved = base / relative_path
+        target = unresolved.parent.resolve() / unresolved.name
+        if base not in target.parents or unresolved.name in ("", ".", ".."):
             raise ValueError(
                 f"Received an invalid value for argument `relative_path`, expected a path inside "
                 f"the run's directory, got {relative_path!r}."

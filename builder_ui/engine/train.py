@@ -79,6 +79,7 @@ import numpy as np
 from builder_ui import files
 from builder_ui.builders import load_spec, memory, prepare
 from builder_ui.engine import devices, interrupts
+from builder_ui.engine.artifacts import ArtifactError, confine
 from builder_ui.engine.progress import ProgressCallback
 from builder_ui.engine.store import RunRecord, RunStore, StoreFullError
 from builder_ui.specs import SpecError
@@ -88,6 +89,7 @@ BACKUP_DIR = "backup"
 TENSORBOARD_DIR = "tensorboard"
 TRACEBACK_FILE = "traceback.txt"
 CHECKPOINT_LOG = "checkpoint.log"
+CHECKPOINT_LOG_BYTES = 64 * 1024  # what a new note keeps of the log before it
 # The task's vocabularies and input/target specs (`save_vocabularies`), so that a finished
 # run can read and write text without its data file (Inspect, the translator's SavedModel).
 VOCABULARIES_FILE = "vocabularies.json"
@@ -510,11 +512,23 @@ def _prune_check(recorder, prune, pruned_at):
 
 
 def _note(store: RunStore, run_id: str, message: str) -> None:
-    """Tell a checkpoint problem: a warning in the log and a line in `<run>/checkpoint.log`."""
+    """Tell a checkpoint problem: a warning in the log and a line in `<run>/checkpoint.log`.
+
+    The lines already there are kept, the last `CHECKPOINT_LOG_BYTES` of them, when the log
+    is a file inside the run's folder (`artifacts.confine`); one that leads out of it (a
+    symbolic link a damaged or hostile store holds) is not read but replaced.
+    """
     line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} run {run_id}: checkpoint: {message}.\n"
     _logger.warning("Run %s: checkpoint: %s.", run_id, message)
-    previous = store.artifact_dir(run_id) / CHECKPOINT_LOG
-    text = previous.read_text(encoding="utf-8") if previous.exists() else ""
+    text = ""
+    try:
+        previous = confine(store, run_id, f"{run_id}/{CHECKPOINT_LOG}", field=CHECKPOINT_LOG)
+        if previous.is_file():
+            with previous.open("rb") as log:
+                log.seek(max(0, previous.stat().st_size - CHECKPOINT_LOG_BYTES))
+                text = log.read(CHECKPOINT_LOG_BYTES).decode("utf-8", errors="replace")
+    except (ArtifactError, OSError) as error:
+        _logger.warning("Run %s: %s; it is started anew.", run_id, error)
     with store.atomic_artifact(run_id, CHECKPOINT_LOG) as path:
         path.write_text(text + line, encoding="utf-8")
 

@@ -278,3 +278,36 @@ def test_resume_refuses_a_checkpoint_log_that_links_out_of_the_run_and_prints_no
     assert run_id in line and "checkpoint.log" in line and "outside the run's folder" in line
     with RunStore(directory) as store:
         assert store.get(run_id).status == "interrupted"  # not resumed
+
+
+def test_a_checkpoint_note_replaces_a_log_that_links_out_of_the_run_and_copies_nothing_of_it(
+    tmp_path, secret
+):
+    from builder_ui.engine import train
+
+    with RunStore(tmp_path / "runs") as store:
+        run_id = store.create_run(full_spec("sequence_classifier"))
+        store.artifact_dir(run_id).mkdir(parents=True)
+        log = store.artifact_dir(run_id) / "checkpoint.log"
+        log.symlink_to(secret)
+        train._note(store, run_id, "the newest checkpoint is damaged")
+        assert not log.is_symlink()
+        (line,) = log.read_text(encoding="utf-8").splitlines()
+    assert line.endswith(f"run {run_id}: checkpoint: the newest checkpoint is damaged.")
+    assert secret.read_text(encoding="utf-8") == SECRET  # the file it linked to untouched
+
+
+def test_a_checkpoint_note_keeps_the_end_of_a_long_log(tmp_path, monkeypatch):
+    from builder_ui.engine import train
+
+    monkeypatch.setattr(train, "CHECKPOINT_LOG_BYTES", 100)
+    with RunStore(tmp_path / "runs") as store:
+        run_id = store.create_run(full_spec("sequence_classifier"))
+        store.artifact_dir(run_id).mkdir(parents=True)
+        log = store.artifact_dir(run_id) / "checkpoint.log"
+        log.write_text("old\n" * 1000 + "the last old line\n", encoding="utf-8")
+        train._note(store, run_id, "new")
+        text = log.read_text(encoding="utf-8")
+    assert len(text) < 200  # the last 100 bytes of the old log and the new line
+    assert text.splitlines()[-2:] == ["the last old line", text.splitlines()[-1]]
+    assert text.endswith("checkpoint: new.\n")

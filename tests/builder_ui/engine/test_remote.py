@@ -90,13 +90,13 @@ def test_the_worker_sends_start_then_each_epoch_with_its_checkpoint(trained):
     )
     assert [m["epoch"] for m in messages[1:]] == list(range(1, EPOCHS + 1))
     for message in messages[1:]:
-        checkpoint = storage.receive(message["checkpoint"])
+        checkpoint = storage.receive(message["checkpoint"], uri=uri)
         assert checkpoint, "each epoch carries the checkpoint written before it"
         assert "val_loss" in message["metrics"]
         # Under a storage URI the message names the files; their bytes wait there.
         assert ("files" in message["checkpoint"]) == (uri is None)
     assert result["status"] == "done", result["error"]
-    files = storage.receive(result["directory"])
+    files = storage.receive(result["directory"], uri=uri)
     assert "model.keras" in files and result["artifacts"]["model.keras"] == "model.keras"
     assert [row["epoch"] for row in result["history"]] == list(range(1, EPOCHS + 1))
     assert not any(name.startswith("backup/") for name in files)  # done: no checkpoint
@@ -112,7 +112,7 @@ def test_the_driver_writes_the_epochs_checkpoints_and_files_as_a_local_run(train
     mirror = remote.Mirror(driver, uri)
     mirror.message(messages[0])
     assert driver.get(run_id).status == "running"
-    sent = storage.receive(messages[1]["checkpoint"])
+    sent = storage.receive(messages[1]["checkpoint"], uri=uri)
     mirror.message(messages[1])
     assert [row.epoch for row in driver.history(run_id)] == [1]
     backup = driver.artifact_dir(run_id) / "backup"
@@ -176,3 +176,71 @@ def test_a_killed_trials_scratch_directory_is_removed_by_the_next_one(tmp_path, 
     unowned.mkdir()
     assert remote.remove_abandoned_scratch() == [abandoned]
     assert not abandoned.exists() and live.is_dir() and unowned.is_dir()
+
+
+def _sent(directory: dict, artifacts: dict) -> dict:
+    """A finished trial's result as a worker sends it, its files by value."""
+    return {
+        "status": "done",
+        "error": None,
+        "metrics": {"accuracy": 0.5},
+        "wall_time": 1.0,
+        "examples_per_sec": 10.0,
+        **dict.fromkeys(remote.RESULT_FIELDS),
+        "history": [{"epoch": 1, "metrics": {"loss": 1.0}, "time": 0.0, "seconds": 1.0}],
+        "artifacts": artifacts,
+        "directory": {"files": directory},
+    }
+
+
+@pytest.mark.parametrize(
+    "files, artifacts",
+    [
+        ({"../../outside/planted": b"x"}, {}),
+        ({"/tmp/planted": b"x"}, {}),
+        ({"model.keras": b"x"}, {"model.keras": "../../outside/shadow"}),
+        ({"linked/planted": b"x"}, {}),  # `linked` a symbolic link out of the run's folder
+    ],
+    ids=["dotdot", "absolute", "artifact", "through a link"],
+)
+def test_a_worker_result_naming_a_file_outside_the_run_fails_it_and_writes_nothing(
+    tmp_path, files, artifacts
+):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with RunStore(tmp_path / "driver" / "runs") as driver:
+        run_id = driver.create_run(_csv_spec("unused.csv"), sweep_id="sweep1")
+        folder = driver.artifact_dir(run_id)
+        folder.mkdir(parents=True)
+        (folder / "linked").symlink_to(outside)
+        remote.Mirror(driver).result(run_id, _sent(files, artifacts))
+        record = driver.get(run_id)
+        assert record.status == "failed"
+        assert record.error.startswith(
+            "Its worker's result was refused, and nothing of it written: ValueError: "
+        )
+        assert repr(next(iter(artifacts.values() or files))) in record.error  # the name
+        assert not record.history and record.artifacts == {}
+        assert sorted(p.name for p in folder.iterdir()) == ["linked"]
+    assert list(outside.iterdir()) == [] and not Path("/tmp/planted").exists()
+
+
+def test_an_epoch_whose_checkpoint_names_a_file_outside_the_run_fails_it(tmp_path):
+    with RunStore(tmp_path / "runs") as driver:
+        run_id = driver.create_run(_csv_spec("unused.csv"), sweep_id="sweep1")
+        remote.Mirror(driver).message(
+            {
+                "kind": "epoch",
+                "run_id": run_id,
+                "epoch": 1,
+                "metrics": {"loss": 1.0},
+                "seconds": 1.0,
+                "time": 0.0,
+                "checkpoint": {"files": {"../../planted.h5": b"x"}},
+            }
+        )
+        record = driver.get(run_id)
+        assert record.status == "failed" and not record.history
+        assert "An epoch its worker sent was refused, and nothing of it written" in record.error
+        assert "'../../planted.h5'" in record.error
+    assert not (tmp_path / "planted.h5").exists() and not (tmp_path.parent / "planted.h5").exists()

@@ -27,7 +27,7 @@ def test_a_shipment_under_a_uri_round_trips_and_is_deleted_once_released(tmp_pat
     # The payload names the files; their bytes are under the URI, not in the message.
     assert payload["names"] == sorted(FILES) and "files" not in payload
     assert (tmp_path / "bucket" / "run-1" / "epoch-3" / "logs" / "train" / "events").read_bytes()
-    assert storage.receive(payload) == FILES
+    assert storage.receive(payload, uri=uri) == FILES
     storage.release(payload)
     assert _everything(tmp_path / "bucket") == ["run-1"]
     storage.release_run(uri, "run-1")
@@ -38,7 +38,7 @@ def test_a_shipment_under_a_uri_round_trips_and_is_deleted_once_released(tmp_pat
 def test_without_a_uri_the_files_travel_by_value():
     payload = storage.ship(FILES, None, "run-1", "result")
     assert payload == {"files": FILES}
-    assert storage.receive(payload) == FILES
+    assert storage.receive(payload, uri=None) == FILES
     storage.release(payload)
     storage.release_run(None, "run-1")
 
@@ -87,3 +87,27 @@ def test_keys_that_would_leave_the_run_directory_are_refused(tmp_path):
         with pytest.raises(ValueError, match="not a storage path segment"):
             storage.ship(FILES, uri, run_id, key)
     assert _everything(tmp_path / "bucket") == []
+
+
+@pytest.mark.parametrize(
+    "name", ["../../etc/shadow", "/etc/shadow", "a/../../b", "", "a//b", "a/./b", "a\0b"]
+)
+def test_a_payload_naming_a_file_outside_its_folder_is_refused_before_anything_is_read(
+    tmp_path, name
+):
+    uri = storage.check((tmp_path / "bucket").as_uri())
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "shadow").write_text("secret")
+    by_uri = {"uri": uri, "run_id": "run-1", "key": "result", "names": [name]}
+    for payload in (by_uri, {"files": {name: b"x"}}):
+        with pytest.raises(ValueError, match="not a plain relative path"):
+            storage.receive(payload, uri=uri)
+
+
+def test_a_payload_under_another_storage_than_the_sweeps_is_refused(tmp_path):
+    uri = storage.check((tmp_path / "bucket").as_uri())
+    other = storage.check((tmp_path / "elsewhere").as_uri())
+    payload = storage.ship(FILES, other, "run-1", "result")
+    for expected in (uri, None):
+        with pytest.raises(ValueError, match="not the sweep's storage"):
+            storage.receive(payload, uri=expected)

@@ -45,12 +45,14 @@ file is refused, naming the run and the field.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib.util
 import json
 import os
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -254,15 +256,52 @@ def export(
     record = finished_record(store, run_id)
     if format == "keras":
         path = artifact(store, run_id, MODEL_FILE)
-    elif format == "savedmodel":
-        path = _export_savedmodel(store, record)
-    elif format == "python":
-        path = _export_python(store, record)
-    else:
-        path = _export_runtime(store, record, format, batch_size)
+        return path if target is None else files.copy(path, target)
+    if store.read_only is None:
+        path = _export_to(_Place(store, run_id), record, format, batch_size)
+        return path if target is None else files.copy(path, target)
+    # A read-only store is read, never written: the export is made in a scratch folder.
     if target is None:
-        return path
-    return files.copy(path, target)
+        raise ExportError(
+            f"The run store {str(store.directory)!r} is read-only ({store.read_only}), so the "
+            f"{format!r} export cannot be kept in run {run_id!r}'s folder: give out (--out) to "
+            "write it elsewhere"
+        )
+    with tempfile.TemporaryDirectory(prefix="keras-seq-export-") as scratch:
+        path = _export_to(_Place(store, run_id, Path(scratch)), record, format, batch_size)
+        return files.copy(path, target)
+
+
+def _export_to(place: _Place, record, format: str, batch_size: int | None) -> Path:
+    if format == "savedmodel":
+        return _export_savedmodel(place, record)
+    if format == "python":
+        return _export_python(place, record)
+    return _export_runtime(place, record, format, batch_size)
+
+
+class _Place:
+    """Where an export is written: the run's `export/` folder, each file an artifact of the
+    run, or a scratch folder (`scratch`) when the store is read-only."""
+
+    def __init__(self, store: RunStore, run_id: str, scratch: Path | None = None):
+        self.store, self.run_id, self.scratch = store, run_id, scratch
+
+    @contextlib.contextmanager
+    def writing(self, name: str):
+        """A path to write the export `name` to; in place (atomically) when the block ends."""
+        if self.scratch is None:
+            with self.store.atomic_artifact(self.run_id, f"{EXPORT_DIR}/{name}") as path:
+                yield path
+        else:
+            with files.atomic_path(self.scratch / name) as path:
+                yield path
+
+    def path(self, name: str) -> Path:
+        """Where the export `name` was written."""
+        if self.scratch is None:
+            return artifact(self.store, self.run_id, name)
+        return self.scratch / name
 
 
 def _check_batch_size(format: str, batch_size: int | None) -> int | None:
@@ -350,7 +389,7 @@ def _refuse_special(out: Path) -> None:
 # --- SavedModel -------------------------------------------------------------------------------
 
 
-def _export_savedmodel(store: RunStore, record) -> Path:
+def _export_savedmodel(place: _Place, record) -> Path:
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
@@ -359,12 +398,12 @@ def _export_savedmodel(store: RunStore, record) -> Path:
             "The 'savedmodel' format needs TensorFlow, which is not installed "
             "(pip install tensorflow); export 'keras' or 'python' instead."
         )
+    store = place.store
     model = load_trained_model(store, record.id)
     # Before any file is made: a model that cannot be served this way is refused first.
     translator = _translator(model, record, store) if _is_encoder_decoder(model) else None
-    relative = f"{EXPORT_DIR}/{SAVEDMODEL_DIR}"
     try:
-        with store.atomic_artifact(record.id, relative) as path:
+        with place.writing(SAVEDMODEL_DIR) as path:
             if translator is not None:
                 translator.export_saved_model(path)
             else:
@@ -376,8 +415,8 @@ def _export_savedmodel(store: RunStore, record) -> Path:
             f"Run {record.id!r}: the model could not be exported as a SavedModel with the "
             f"{keras.backend.backend()} backend: {type(error).__name__}: {error}"
         ) from error
-    directory = artifact(store, record.id, SAVEDMODEL_DIR)
-    with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{SAVEDMODEL_ZIP}") as zip_path:
+    directory = place.path(SAVEDMODEL_DIR)
+    with place.writing(SAVEDMODEL_ZIP) as zip_path:
         base = zip_path.with_suffix("")
         archive = shutil.make_archive(
             str(base), "zip", root_dir=directory.parent, base_dir=SAVEDMODEL_DIR
@@ -435,7 +474,7 @@ def _translator(model: Any, record, store: RunStore) -> Any:
 # --- ONNX and LiteRT ---------------------------------------------------------------------------
 
 
-def _export_runtime(store: RunStore, record, format: str, batch_size: int | None) -> Path:
+def _export_runtime(place: _Place, record, format: str, batch_size: int | None) -> Path:
     """The `onnx` or `litert` file of a run (`builder_ui.results.onnx_litert`)."""
     label = {"onnx": "ONNX", "litert": "LiteRT"}[format]
     missing = onnx_litert.missing_packages(format)
@@ -449,6 +488,7 @@ def _export_runtime(store: RunStore, record, format: str, batch_size: int | None
         onnx_litert.check_exportable(format, record.precision)
     except onnx_litert.ConversionError as error:
         raise ExportError(f"Run {record.id!r} cannot be exported as {label}: {error}") from None
+    store = place.store
     model = load_trained_model(store, record.id)
     decode_length, metadata = None, None
     if _is_encoder_decoder(model):
@@ -457,7 +497,7 @@ def _export_runtime(store: RunStore, record, format: str, batch_size: int | None
         metadata = {onnx_litert.VOCABULARIES_KEY: translator.vocabularies_json()}
     name = FILES[format]
     try:
-        with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{name}") as path:
+        with place.writing(name) as path:
             if format == "onnx":
                 onnx_litert.write_onnx(model, path, decode_length=decode_length, metadata=metadata)
             else:
@@ -472,15 +512,15 @@ def _export_runtime(store: RunStore, record, format: str, batch_size: int | None
             f"Run {record.id!r}: the model could not be exported as {label}: "
             f"{type(error).__name__}: {first[0][:500]}"
         ) from error
-    return artifact(store, record.id, name)
+    return place.path(name)
 
 
 # --- Python -----------------------------------------------------------------------------------
 
 
-def _export_python(store: RunStore, record) -> Path:
+def _export_python(place: _Place, record) -> Path:
 
-    model = load_trained_model(store, record.id)
+    model = load_trained_model(place.store, record.id)
     if hasattr(model, "export_saved_model") and hasattr(model, "model"):
         model = model.model  # a Translator: the architecture is its encoder–decoder's
     try:
@@ -488,9 +528,9 @@ def _export_python(store: RunStore, record) -> Path:
             source = model_source(model, docstring=_docstring(record, model))
     except SourceError as error:
         raise ExportError(f"Run {record.id!r}: {error}") from error
-    with store.atomic_artifact(record.id, f"{EXPORT_DIR}/{PYTHON_FILE}") as path:
+    with place.writing(PYTHON_FILE) as path:
         path.write_text(source, encoding="utf-8")
-    return artifact(store, record.id, PYTHON_FILE)
+    return place.path(PYTHON_FILE)
 
 
 def _docstring(record, model) -> str:

@@ -108,3 +108,35 @@ def test_a_read_only_store_is_read_and_every_change_is_refused_naming_it(tmp_pat
     with RunStore(runs) as store:
         assert not store.get(done).starred
         assert [record.status for record in store.list_runs()][:2] == ["done", "interrupted"]
+
+
+@pytest.mark.large
+def test_a_read_only_store_exports_to_out_through_a_scratch_folder_and_writes_nothing_in_it(
+    tmp_path,
+):
+    from builder_ui.engine import run
+
+    runs = tmp_path / "runs"
+    with RunStore(runs) as store:
+        done = run(SPEC, store=store).id
+    before = sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*"))
+    on_runs = ["--runs", str(runs)]
+    script, saved = tmp_path / "out" / "model.py", tmp_path / "out" / "saved"
+    argvs = [
+        ["export", done, "--format", "python", "--out", str(script), *on_runs],
+        ["export", done, "--format", "savedmodel", "--out", str(saved), *on_runs],
+        ["export", done, "--format", "python", *on_runs],
+    ]
+    results = in_read_only_mount(runs, argvs)
+
+    for argv, (code, _, stderr) in zip(argvs[:2], results, strict=False):
+        assert (code, stderr) == (0, ""), argv
+    assert "keras" in script.read_text(encoding="utf-8")
+    assert (saved / "saved_model.pb").is_file()
+    code, _, stderr = results[2]
+    assert code == 2 and stderr == (
+        f"keras-seq export: error: The run store {str(runs)!r} is read-only (on a read-only "
+        f"file system), so the 'python' export cannot be kept in run {done!r}'s folder: give "
+        "out (--out) to write it elsewhere\n"
+    )
+    assert sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*")) == before

@@ -205,18 +205,18 @@ class GraphBuilder(ModelBuilder):
 _SEQ2SEQ = Seq2SeqBuilder()
 
 
-def check_nodes(
-    nodes: list[dict[str, Any]], task: Any, *, layer_limit: bool = False
-) -> list[graph_shapes.NodeProblem]:
-    """The walk's problems, else what `model.fit` would refuse on one batch (`graph_fit`).
+def check_nodes(nodes: list[dict[str, Any]], task: Any) -> list[graph_shapes.NodeProblem]:
+    """The walk's problems, else a layer holding more weights than keras_seq lets one layer
+    (`keras_seq.validation.MAX_LAYER_PARAMS`, checked before the trace), else what
+    `model.fit` would refuse on one batch (`graph_fit`).
 
-    With `layer_limit`, a layer holding more weights than keras_seq lets one layer
-    (`keras_seq.validation.MAX_LAYER_PARAMS`) is refused too, before the trace.
+    A short form's graph and one written node by node meet the same limit: Keras's own
+    layers (`LSTM`, `Dense`) have none, and the memory budget can be raised past it.
     """
     walk = graph_shapes.walk(nodes, task, symbolic=True)
     if walk.problems:
         return walk.problems
-    return (_oversized(nodes, walk) if layer_limit else []) or _fit_problems(nodes, task, walk)
+    return _oversized(nodes, walk) or _fit_problems(nodes, task, walk)
 
 
 def estimate_nodes(
@@ -293,7 +293,7 @@ class ShortFormBuilder(ModelBuilder):
         """The graph's problems (`check_nodes`), a layer over keras_seq's size limit
         included, at the fields that set them."""
         expansion = self.expansion(params, task)
-        problems = check_nodes(list(expansion.nodes), task, layer_limit=True)
+        problems = check_nodes(list(expansion.nodes), task)
         return [
             (expansion.field_of(problem.node_id).removeprefix("model").lstrip("."), problem.message)
             for problem in problems

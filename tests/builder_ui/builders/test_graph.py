@@ -524,3 +524,20 @@ def test_a_graph_gets_a_memory_estimate_of_its_real_parameter_count():
     prepared, model = built(STACK)
     found = memory.estimate(prepared.spec, prepared.builder, prepared.task)
     assert found.parameters == model.count_params()
+
+
+def test_a_layer_over_keras_seqs_size_limit_is_refused_in_a_hand_written_graph_too():
+    """A Keras `Dense` has no limit of its own; 65,536 → 65,536 is 2**32 weights, 16 GiB."""
+    nodes = [
+        *STACK[:2],
+        node("wide", "Embedding", "tokens", output_dim=65536),
+        node("encoder", "Dense", "wide", units=65536),
+        node("pooled", "GlobalAveragePooling1D", "encoder"),
+        node("head", "Output", "pooled"),
+    ]
+    del nodes[1]
+    found = problems(nodes)
+    assert found == {
+        "model.nodes[2].params": "encoder (Dense) would hold 4,295,032,832 weights, more than "
+        "2,147,483,648"
+    }

@@ -301,7 +301,7 @@ def load_task(spec: ExperimentSpec) -> Any:
         raise SpecError([(_argument_path(str(error)), str(error))]) from error
 
 
-def prepare(spec: ExperimentSpec | Any) -> Prepared:
+def prepare(spec: ExperimentSpec | Any, *, task: Any = None) -> Prepared:
     """Check everything about a spec, make its data and return what training needs.
 
     Order: the spec's fields (`load_spec` if given a path, text or dict), the
@@ -314,6 +314,8 @@ def prepare(spec: ExperimentSpec | Any) -> Prepared:
 
     Args:
         spec: An `ExperimentSpec`, or anything `load_spec` reads.
+        task: The data `load_task(spec)` gives, when the caller has it already (the app's
+            live check keeps the last one it made); nothing in it is changed.
 
     Returns:
         A `Prepared`.
@@ -324,7 +326,7 @@ def prepare(spec: ExperimentSpec | Any) -> Prepared:
     spec = load_spec(spec)
     check_kinds(spec)
     builder = registry.model_builder(spec.model.type)
-    task = load_task(spec)
+    task = load_task(spec) if task is None else task
     check_kinds_match(spec, task.inputs.kind, task.targets.kind)
     problems = [
         (f"model.{path}" if path else "model", message)

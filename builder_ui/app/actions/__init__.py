@@ -26,6 +26,7 @@ from builder_ui.app.actions.build import (
     summarize,
     task_types,
     upload,
+    whole_check,
 )
 from builder_ui.app.actions.compare import (
     BLEU_ARTIFACT,
@@ -148,4 +149,5 @@ __all__ = [
     "training_now",
     "upload",
     "vit_similarity",
+    "whole_check",
 ]

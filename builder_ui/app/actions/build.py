@@ -9,8 +9,10 @@ is redrawn from `fields(text)`. No Gradio here.
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +26,7 @@ from builder_ui.app.uploads import Upload, check_upload
 from builder_ui.builders import (
     check_kinds,
     graph,
+    load_task,
     memory,
     prepare,
     presets,
@@ -42,12 +45,15 @@ class Check:
         document: The parsed document (None when the YAML is malformed).
         spec: The validated spec, when there are no problems.
         problems: `(field path, message)` pairs; empty when valid.
+        memory: What training it needs (`MemoryEstimate.describe`), when `check` was asked
+            for the whole check and the builder gives an estimate; else "".
     """
 
     text: str
     document: dict[str, Any] | None
     spec: ExperimentSpec | None
     problems: list[tuple[str, str]] = field(default_factory=list)
+    memory: str = ""
 
     @property
     def ok(self) -> bool:
@@ -61,12 +67,16 @@ class Check:
         return found
 
 
-def check(text: str, ctx: AppContext | None = None) -> Check:
+def check(text: str, ctx: AppContext | None = None, *, whole: bool = False) -> Check:
     """Parse and validate spec text, and check the model against the task's kinds.
 
     A `graph` model is also walked symbolically (`builders.graph.graph_report`:
     the task's data is made once and kept, no weights are allocated), so that a
     block whose inputs do not fit makes the spec invalid here, not at queue time.
+
+    With `whole`, what queueing checks too (`whole_check`): the task's data, the builder's
+    checks on it, and the memory estimate against the budget. The Build tab's live check
+    asks for it, so that "Valid spec" means the queue will take it.
 
     With the app's `ctx`, a data path outside its uploads and `--data-dir` folders is a
     problem too, at its field (`builder_ui.app.data_paths`); nothing is read.
@@ -97,7 +107,40 @@ def check(text: str, ctx: AppContext | None = None) -> Check:
         problems = _graph_problems(spec)
         if problems:
             return Check(text, document, None, problems)
-    return Check(text, document, spec)
+    return whole_check(Check(text, document, spec)) if whole else Check(text, document, spec)
+
+
+def whole_check(result: Check) -> Check:
+    """`result` (a valid spec's check) with what queueing checks besides: `prepare` on the
+    task's data, then the memory estimate against the budget (`memory.check_budget`).
+
+    The data is made once per task and kept (`_live_task`, the last one), so an edit of the
+    model checks in the time of a symbolic build; nothing is trained, no weight allocated.
+    """
+    try:
+        prepared = prepare(result.spec, task=_live_task(result.spec))
+        estimate = memory.check_budget(prepared.spec, prepared.builder, prepared.task)
+    except SpecError as error:  # a BudgetError (an unreadable budget) too
+        return Check(result.text, result.document, None, list(error.problems))
+    needs = estimate.describe() if estimate is not None else ""
+    return Check(result.text, result.document, result.spec, memory=needs)
+
+
+# The last task the live check made: (its spec as JSON, its data).
+_live: list[Any] = [None, None]
+_live_lock = threading.Lock()
+
+
+def _live_task(spec: ExperimentSpec) -> Any:
+    """The task's data for the live check (`load_task`), kept while the task is unchanged."""
+    key = json.dumps(spec.task.model_dump(mode="json"), sort_keys=True)
+    with _live_lock:
+        if _live[0] == key:
+            return _live[1]
+    task = load_task(spec)
+    with _live_lock:
+        _live[:] = [key, task]
+    return task
 
 
 def _graph_problems(spec: ExperimentSpec) -> list[tuple[str, str]]:
@@ -110,10 +153,12 @@ def _graph_problems(spec: ExperimentSpec) -> list[tuple[str, str]]:
     ]
 
 
-def problems_markdown(problems: Sequence[tuple[str, str]]) -> str:
-    """The problems as Markdown, one bullet per field path; a tick when there are none."""
+def problems_markdown(problems: Sequence[tuple[str, str]], memory: str = "") -> str:
+    """The problems as Markdown, one bullet per field path; a tick when there are none (with
+    what training needs, when `memory` says)."""
     if not problems:
-        return "✓ **Valid spec.** Every field checks out; the model fits the task."
+        needs = f" Training needs {memory}." if memory else ""
+        return f"✓ **Valid spec.** Every field checks out; the model fits the task.{needs}"
     lines = [f"✗ **{len(problems)} problem{'s' if len(problems) > 1 else ''}:**"]
     for path, message in problems:
         where = f"`{path}`: " if path else ""

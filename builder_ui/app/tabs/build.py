@@ -149,7 +149,7 @@ def _type_errors(result: actions.Check) -> tuple[str, str]:
 def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     """Lay out the Build tab and wire its events."""
     initial = actions.preset_text(presets.DEFAULT_PRESET)
-    initial_check = actions.check(initial, ctx)
+    initial_check = actions.check(initial, ctx, whole=True)
     initial_task, initial_model = actions.section_types(initial)
     form_key = gr.State(0)
     spec = gr.State(initial)
@@ -251,7 +251,8 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
                 elem_id="spec-yaml",
             )
             errors = gr.Markdown(
-                actions.problems_markdown(initial_check.problems), elem_id="spec-errors"
+                actions.problems_markdown(initial_check.problems, initial_check.memory),
+                elem_id="spec-errors",
             )
     with gr.Row():
         summarize = gr.Button(
@@ -282,7 +283,12 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     serial = {"concurrency_id": "spec_edit", "concurrency_limit": 1}
 
     def spec_updates(text: str, result: actions.Check) -> list[Any]:
-        return [text, text, actions.problems_markdown(result.problems), *_type_errors(result)]
+        """The spec's outputs after an edit, checked whole (`actions.whole_check`): "Valid
+        spec" means the queue takes it, and says what training needs."""
+        if result.ok and not result.memory:
+            result = actions.whole_check(result)
+        shown = actions.problems_markdown(result.problems, result.memory)
+        return [text, text, shown, *_type_errors(result)]
 
     def refused(error: Exception, extra: int) -> list[Any]:
         return [gr.skip(), gr.skip(), f"✗ {error}", gr.skip(), gr.skip()] + [gr.skip()] * extra
@@ -349,8 +355,9 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     # -- spec text, presets, types ----------------------------------------------------------
 
     def on_code_input(text: str) -> list:
-        result = actions.check(text, ctx)
-        return [text, actions.problems_markdown(result.problems), *_type_errors(result)]
+        result = actions.check(text, ctx, whole=True)
+        shown = actions.problems_markdown(result.problems, result.memory)
+        return [text, shown, *_type_errors(result)]
 
     code.input(
         on_code_input,

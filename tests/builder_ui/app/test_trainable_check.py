@@ -2,7 +2,9 @@
 
 The Build tab's check (shown as "✓ Valid spec" or the problems, on every edit) refuses the
 three untrainable graphs at their block, and the Train tab's Queue refuses all four cases,
-the translator whose decoding exceeds the budget included, with nothing recorded.
+the translator whose decoding exceeds the budget included, with nothing recorded. The
+whole check the Build tab shows after each edit (`whole_check`) refuses that translator too,
+before it is queued, and says what a valid spec's training needs.
 """
 
 from __future__ import annotations
@@ -76,3 +78,23 @@ def test_the_train_tab_queues_nothing_that_training_would_refuse(ctx, case):
         assert message.startswith(GRAPHS[case][2])
     assert ctx.store.list_runs() == []
     assert actions.queue_frame(ctx).empty
+
+
+def test_the_build_tabs_whole_check_refuses_the_translator_over_the_budget_at_its_field(
+    monkeypatch,
+):
+    monkeypatch.setenv(BUDGET_ENV, "64GB")
+    quick = actions.check(actions.dump(TRANSLATOR))
+    assert quick.ok  # the fields alone are fine: only the memory estimate refuses it
+    whole = actions.whole_check(quick)
+    [(path, message)] = whole.problems
+    assert path == "model.architecture.max_length"
+    assert message.startswith("1048576 makes this model need about ")
+    assert actions.check(actions.dump(TRANSLATOR), whole=True).problems == whole.problems
+
+
+def test_the_build_tabs_whole_check_says_what_a_valid_spec_needs():
+    result = actions.check(actions.dump(POOLED_ENCODER), whole=True)
+    assert result.ok and result.memory.startswith("about ")
+    shown = actions.problems_markdown(result.problems, result.memory)
+    assert shown.startswith("✓ **Valid spec.**") and f"Training needs {result.memory}." in shown

@@ -33,6 +33,7 @@ since the canvas asks again after every change.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import re
 import threading
@@ -107,9 +108,6 @@ def _trace(
     # Keras loads on first use, not on import (validating a spec must not load it).
     import keras
 
-    # Compile's loss lookup: Keras gives it no public name.
-    from keras.src.trainers.compile_utils import get_loss
-
     translating = task.targets.kind == "sequence"
     skip = (
         {node["id"] for node in nodes if node["layer"] in (DECODER, OUTPUT)}
@@ -158,7 +156,7 @@ def _trace(
         if loss is None:
             return output
         try:
-            get_loss(loss, y, output)(y, output)  # the loss as `model.compile` makes it
+            keras.losses.get(loss)(y, output)  # the loss `model.compile` looks up by name
             refusal = None
         except Exception as error:  # the loss's own words, whatever its type
             refusal = None if _meta_device_limit(error) else error
@@ -187,29 +185,40 @@ def _trace(
 def _symbolic_call(step: Any, x: Any, y: Any) -> None:
     """`step(x, y)` on placeholders of `x` and `y`, as the backend traces without running.
 
-    TensorFlow traces into a scratch graph and JAX into `jax.eval_shape`, through
-    Keras' `compute_output_spec`. On PyTorch that function falls back to real tensors
-    (every weight initialised for real) where the meta device fails; here the call runs
-    on the meta device only, its batch axis 8, and a layer that the meta device cannot
-    run ends the check without a verdict (`_meta_device_limit`).
+    TensorFlow traces into a scratch graph and JAX into `jax.eval_shape`, through a
+    layer called on them (`_step_layer`), with Keras' public API only. On PyTorch that
+    symbolic call falls back to real tensors (every weight initialised for real) where the
+    meta device fails; here the call runs on the meta device only, its batch axis 8, and a
+    layer that the meta device cannot run ends the check without a verdict
+    (`_meta_device_limit`).
     """
     import keras  # loaded on first use (see `_trace`)
 
     if keras.backend.backend() != "torch":
-        # The backend's symbolic call: Keras gives it no public name (`Layer.
-        # compute_output_spec` answers from `compute_output_shape` where a layer has one,
-        # which is what misses here).
-        from keras.src.backend import compute_output_spec
-
-        compute_output_spec(step, x, y)
+        _step_layer()(step)(x, y)  # a layer called on placeholders: traced, never run
         return
     import torch  # the backend in use: loaded already
 
-    # What `compute_output_spec` enters besides the stateless scope (`unallocated`).
-    from keras.src.backend.common.symbolic_scope import SymbolicScope
-
-    with SymbolicScope(), torch.no_grad(), keras.device("meta"):
+    with torch.no_grad(), keras.device("meta"):
         step(*(keras.ops.ones([d or 8 for d in t.shape], dtype=t.dtype) for t in (x, y)))
+
+
+@functools.cache
+def _step_layer() -> type:
+    """A layer whose call is the training step, made once Keras is loaded. Called on
+    placeholders, Keras traces it symbolically (`Layer.compute_output_spec`: TensorFlow
+    into a scratch graph, JAX through `jax.eval_shape`): its public way to."""
+    import keras  # loaded on first use (see `_trace`)
+
+    class Step(keras.layers.Layer):
+        def __init__(self, step: Any):
+            super().__init__(name="training_step_check")
+            self.step = step
+
+        def call(self, x, y):
+            return self.step(x, y)
+
+    return Step
 
 
 def _meta_device_limit(error: BaseException) -> bool:

@@ -41,13 +41,14 @@ os._exit(0)
 """
 
 
-def in_read_only_mount(directory, argvs):
-    """`[(code, stdout, stderr), ...]` of each argv, run where `directory` is mounted read-only."""
+def in_read_only_mount(directory, argvs, *, driver=DRIVER, argv=None):
+    """`[(code, stdout, stderr), ...]` of each argv, run where `directory` is mounted read-only
+    (or what another `driver` prints after "RESULTS ", given `argv`)."""
     if shutil.which("unshare") is None:
         pytest.skip("no `unshare` to make a read-only mount with")
     mount = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
     user = [] if os.geteuid() == 0 else ["--map-root-user"]
-    driver = [sys.executable, "-c", DRIVER, json.dumps(argvs)]
+    driver = [sys.executable, "-c", driver, *(argv if argv is not None else [json.dumps(argvs)])]
     result = subprocess.run(
         ["unshare", "--mount", *user, "sh", "-c", mount, str(directory), *driver],
         capture_output=True,
@@ -59,7 +60,8 @@ def in_read_only_mount(directory, argvs):
     if not lines and "mount" in result.stderr and result.returncode != 0:
         pytest.skip(f"cannot make a read-only bind mount here: {result.stderr.strip()}")
     assert lines, result.stderr[-3000:]
-    return json.loads(lines[-1].removeprefix("RESULTS "))
+    found = json.loads(lines[-1].removeprefix("RESULTS "))
+    return found if argv is None else [found]
 
 
 @pytest.mark.large
@@ -139,4 +141,39 @@ def test_a_read_only_store_exports_to_out_through_a_scratch_folder_and_writes_no
         f"file system), so the 'python' export cannot be kept in run {done!r}'s folder: give "
         "out (--out) to write it elsewhere\n"
     )
+    assert sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*")) == before
+
+
+# The app's Export tab on a read-only store: its action, in an AppContext opened there.
+APP_EXPORT = """
+import json, sys, zipfile
+from builder_ui.app import actions
+ctx = actions.AppContext(sys.argv[1], slots=["CPU"])
+found = {}
+try:
+    for fmt in ("python", "savedmodel"):
+        exported = actions.export_run(ctx, sys.argv[2], fmt)
+        path = exported.path
+        found[fmt] = (
+            sorted(zipfile.ZipFile(path).namelist())[:3] if fmt == "savedmodel"
+            else path.read_text()
+        )
+finally:
+    ctx.close()
+print("RESULTS", json.dumps(found))
+"""
+
+
+@pytest.mark.large
+def test_the_apps_export_of_a_read_only_store_gives_each_download(tmp_path):
+    from builder_ui.engine import run
+
+    runs = tmp_path / "runs"
+    with RunStore(runs) as store:
+        done = run(SPEC, store=store).id
+    before = sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*"))
+    [found] = in_read_only_mount(runs, [done], driver=APP_EXPORT, argv=[str(runs), done])
+
+    assert "def build_model" in found["python"]
+    assert found["savedmodel"][0].startswith("savedmodel/")
     assert sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*")) == before

@@ -110,20 +110,29 @@ def export_run(ctx: AppContext, run_id: str, fmt: str) -> Exported:
     if fmt not in EXPORT_FORMATS:
         raise AppError(f"Format: expected one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}.")
     record = ctx.record(run_id)
-    try:
-        path = export.export(ctx.store, run_id, fmt)
-    except export.ExportError as error:
-        raise AppError(str(error)) from None
-    safe_id = run_id.replace("-", "_")
     if fmt == "savedmodel":
-        source = path.parent / export.SAVEDMODEL_ZIP
         name = f"{run_id}-savedmodel.zip"
     elif fmt == "keras":
-        source, name = path, f"{run_id}.keras"
+        name = f"{run_id}.keras"
     elif fmt == "python":
-        source, name = path, f"model_{safe_id}.py"
+        name = f"model_{run_id.replace('-', '_')}.py"
     else:
-        source, name = path, f"{run_id}{export.SUFFIXES[fmt]}"
+        name = f"{run_id}{export.SUFFIXES[fmt]}"
     target = ctx.download_path(name)
-    shutil.copyfile(source, target)
+    try:
+        if ctx.store.read_only is None or fmt == "keras":
+            path = export.export(ctx.store, run_id, fmt)  # kept in the run's export/ folder
+            shutil.copyfile(
+                path.parent / export.SAVEDMODEL_ZIP if fmt == "savedmodel" else path, target
+            )
+        elif fmt == "savedmodel":  # a read-only store: made beside the download, then zipped
+            saved = export.export(ctx.store, run_id, fmt, out=target.parent / export.SAVEDMODEL_DIR)
+            shutil.make_archive(
+                str(target.with_suffix("")), "zip", root_dir=saved.parent, base_dir=saved.name
+            )
+            shutil.rmtree(saved)
+        else:
+            export.export(ctx.store, run_id, fmt, out=target)
+    except export.ExportError as error:
+        raise AppError(str(error)) from None
     return Exported(target, _snippet(fmt, name, record))

@@ -265,3 +265,27 @@ def test_running_runs_of_dead_processes_become_interrupted_on_open(tmp_path):
             assert store.get(reused).status == "interrupted"
         with pytest.raises(StatusError, match="cancel it"):
             store.delete(alive)
+
+
+def test_a_full_database_is_one_line_naming_it_and_the_change_is_rolled_back(store):
+    """SQLite's own "database or disk is full" (SQLITE_FULL), reached here by capping the
+    file's pages (`PRAGMA max_page_count`) as a full disk caps it: the store says which file
+    and what to do, keeps every row as it was, and writes again once there is room."""
+    from builder_ui.engine.store import StoreFullError
+
+    run_id = store.create_run(SPEC)
+    store.append_epoch(run_id, 1, {"loss": 1.0})
+    connection = store._connect()  # this thread's: the one the writes below use
+    pages = connection.execute("PRAGMA page_count").fetchone()[0]
+    connection.execute(f"PRAGMA max_page_count = {pages}")
+    with pytest.raises(StoreFullError) as caught:
+        store.set_note(run_id, "a note longer than a page " * 380)  # 9,880 characters
+    assert str(caught.value) == (
+        f"no space left to write the run store database {str(store.path)!r} (database or "
+        "disk is full); that change was not written: free some space on its disk and try again"
+    )
+    record = store.get(run_id)
+    assert record.note == "" and [row.epoch for row in record.history] == [1]
+    connection.execute(f"PRAGMA max_page_count = {2**30}")  # room again
+    store.set_note(run_id, "written")
+    assert store.get(run_id).note == "written"

@@ -27,7 +27,7 @@ from builder_ui.builders import (
     load_task,
 )
 from builder_ui.engine.queue import JobQueue
-from builder_ui.engine.store import RunNotFoundError, RunStore
+from builder_ui.engine.store import RunNotFoundError, RunStore, StoreError
 from builder_ui.lab.runner import LabRunner
 from builder_ui.results.export import ExportError, load_trained_model, stored_task
 from builder_ui.specs import SpecError
@@ -38,6 +38,11 @@ MODEL_CACHE_SIZE = 4
 
 class AppError(ValueError):
     """A request the app refuses; the message is shown on the page as it is."""
+
+
+# What a tab shows as one line ("✗ …") instead of raising: the app's refusals, and the run
+# store's (locked by another writer, read-only, full, damaged), each of which says what to do.
+REFUSED = (AppError, StoreError)
 
 
 class AppContext:

@@ -218,6 +218,41 @@ def test_bad_input_is_refused_with_a_message_and_stores_nothing(client, server, 
     assert not (server.runs / "_uploads").exists()
 
 
+def test_a_store_locked_by_another_writer_is_one_line_on_the_page_and_queues_nothing(tmp_path):
+    """Another process holds the store's write lock: Queue waits `BUSY_TIMEOUT_S`, then the
+    Train tab says so in one line (it raised `StoreLockedError` out of the event before)."""
+    import sqlite3
+
+    from gradio_client import Client
+
+    from tests.app.compare_runs import record_run
+
+    with RunStore(tmp_path / "runs") as store:  # a store with one finished run in it
+        existing = record_run(store, "sequence_classifier", 0.5)
+    running = Server(tmp_path, "--no-warm-up")  # its own store: the lock stops only it
+    holder = None
+    try:
+        running.wait_until_up()
+        client = Client(running.url, verbose=False)
+        text = tiny_spec(client)
+        holder = sqlite3.connect(running.runs / "runs.sqlite", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, as a writer in another process
+        message, *_ = client.predict(text, api_name="/queue")
+        holder.execute("ROLLBACK")
+    finally:
+        if holder is not None:
+            holder.close()
+        code = running.stop()
+    assert message.startswith(
+        f"✗ the run store database {str(running.runs / 'runs.sqlite')!r} is locked by another "
+        "writer"
+    ), message
+    assert message.endswith("nothing was written: try again when it is done"), message
+    assert "Traceback" not in running.log() and code == 0
+    with RunStore(running.runs) as store:
+        assert [record.id for record in store.list_runs()] == [existing]
+
+
 def test_with_auth_the_app_answers_only_after_login_and_stops_on_sigterm(tmp_path):
     running = Server(tmp_path, "--auth", "alice:s3cret", "--no-warm-up")
     try:

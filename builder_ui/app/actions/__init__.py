@@ -82,7 +82,7 @@ from builder_ui.app.actions.train import (
     resume_offer,
     training_now,
 )
-from builder_ui.app.context import MODEL_CACHE_SIZE, AppContext, AppError
+from builder_ui.app.context import MODEL_CACHE_SIZE, REFUSED, AppContext, AppError
 
 __all__ = [
     "BLEU_ARTIFACT",
@@ -91,6 +91,7 @@ __all__ = [
     "MODEL_CACHE_SIZE",
     "QUEUE_COLUMNS",
     "RECENT_JOBS",
+    "REFUSED",
     "AppContext",
     "AppError",
     "Check",

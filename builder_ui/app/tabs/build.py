@@ -333,7 +333,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
                 def on_edit(text: str, value: Any, key: int, _path: str = field.path) -> list:
                     try:
                         new_text, checked, redraw = actions.apply_field(text, _path, value)
-                    except actions.AppError as error:
+                    except actions.REFUSED as error:
                         return refused(error, 1 + len(paths))
                     by_field = checked.errors_by_field()
                     return [
@@ -391,7 +391,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
             return [gr.skip()] * 9 + [gr.update(value=began["preset"]), gr.skip(), gr.skip()]
         try:
             text = actions.preset_text(key)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return refused(error, 7)
         return [
             *spec_updates(text, actions.check(text, ctx)),
@@ -449,7 +449,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         def change(text: str, type_name: str, form: int) -> list:
             try:
                 new_text, result = actions.apply_type(text, section, type_name)
-            except actions.AppError as error:
+            except actions.REFUSED as error:
                 return refused(error, 1)
             return [*spec_updates(new_text, result), form + 1]
 
@@ -473,7 +473,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     def on_api_set(text: str, path: str, value: str, form: int) -> list:
         try:
             new_text, result, _ = actions.apply_field(text, path, value)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return refused(error, 1)
         return [*spec_updates(new_text, result), form + 1]
 
@@ -528,7 +528,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
             if not task:
                 raise actions.AppError("Upload a file first.")
             new_text, result = actions.apply_task(text, task)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return refused(error, 2)
         return [*spec_updates(new_text, result), form + 1, gr.update(value=task["type"])]
 
@@ -546,7 +546,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         """A canvas edit: its nodes go into the spec's `model:`; the report follows the spec."""
         try:
             new_text, result = canvas_actions.apply_graph(text, value)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return refused(error, 2)
         nodes, revision = canvas_actions.sent_nodes(value)
         # An unchanged spec fires no `spec.change`: the canvas gets its report from here.
@@ -601,7 +601,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         def handler(text: str, form: int) -> list:
             try:
                 new_text, result = make(text)
-            except actions.AppError as error:
+            except actions.REFUSED as error:
                 return refused(error, 2)
             model = gr.update(value=canvas_actions.GRAPH_TYPE)
             return [*spec_updates(new_text, result), form + 1, model]

@@ -417,7 +417,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
                 sort_by=sort_column or None,
                 descending=order != "ascending",
             )
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return [gr.skip(), f"✗ {error}"] + [gr.skip()] * (len(refresh_outputs) - 2)
         table_update, *control_updates = _view_updates(view)
         return [
@@ -522,7 +522,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         try:
             spec = actions.run_spec_yaml(ctx, run_id)
             notes = compare_actions.run_notes(ctx, run_id)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             spec, notes = f"# {error}", None
         return [
             gr.update(choices=actions.run_choices(ctx), value=selected),
@@ -546,7 +546,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         def handler(run_id: str, *values: Any) -> list:
             try:
                 notes = change(run_id, *values)
-            except actions.AppError as error:
+            except actions.REFUSED as error:
                 return [f"✗ {error}"] + [gr.skip()] * len(notes_outputs)
             if isinstance(notes, str):  # deleted: nothing left to show
                 return [f"✓ {notes}", *_notes_updates(None)]
@@ -575,7 +575,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
     def on_plot(selected: list[str], names: list[str] | str) -> list:
         try:
             return ["", compare_actions.curves_chart(ctx, selected, names)]
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return _plot_error(str(error))
 
     plot_button.click(
@@ -586,7 +586,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         """The chart and its table; for runs without BLEU, a line saying so where the chart was."""
         try:
             figure, frame = compare_actions.bleu_chart(ctx, selected)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             hidden = gr.update(value=None, visible=False)
             return [f"✗ {error}", hidden, None, gr.update(value=f"✗ {error}", visible=True)]
         return ["", gr.update(value=figure, visible=True), frame, gr.update(visible=False)]
@@ -602,7 +602,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         try:
             filters = _filters(*values)
             return ["", compare_actions.hparams_chart(ctx, filters, filters.metric)]
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return _plot_error(str(error))
 
     hparams_button.click(
@@ -612,7 +612,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
     def on_scatter(x: str, y: str, *values: Any) -> list:
         try:
             return ["", compare_actions.scatter_chart(ctx, _filters(*values), x, y)]
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return _plot_error(str(error))
 
     scatter_button.click(
@@ -631,7 +631,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
                 sort_by=sort_column or None,
                 descending=order != "ascending",
             )
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return [f"✗ {error}", gr.skip()]
         return ["", str(path)]
 

@@ -50,7 +50,7 @@ def export_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
     def on_export(run_id: str | None, format_key: str) -> list:
         try:
             exported = actions.export_run(ctx, run_id, format_key)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return [f"✗ {error}", None, ""]
         return [f"✓ `{exported.path.name}`", str(exported.path), exported.snippet]
 

@@ -169,7 +169,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
             return ["", gr.update(visible=False)]
         try:
             record = ctx.record(run_id)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return [f"✗ {error}", gr.update(visible=False)]
         kind = model_kind(record.spec)
         return [HINTS[kind], gr.update(visible=kind in ("seq2seq", "captioner"))]
@@ -204,7 +204,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
                 0 if index is None else index,
                 Decoding(*decoding),
             )
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return [f"✗ {error}", gr.skip(), gr.skip(), gr.skip()]
         rows = {"headers": prediction.headers, "data": prediction.rows}
         return ["", prediction.summary, rows, prediction.figure]
@@ -226,7 +226,7 @@ def inspect_tab(ctx: actions.AppContext, tab: gr.Tab) -> None:
         def run_it(*args: Any) -> list:
             try:
                 return ["", make(*args)]
-            except actions.AppError as error:
+            except actions.REFUSED as error:
                 return [f"✗ {error}", gr.skip()]
 
         return run_it

@@ -172,7 +172,7 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code, page: gr.Blocks) -> T
                 "**Nothing was queued.**\n\n" + actions.problems_markdown(error.problems),
                 *[gr.skip()] * 4,
             ]
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return [f"✗ {error}", *[gr.skip()] * 4]
         return after_submit(submitted, views.of(request.session_hash), pinned=False)
 
@@ -200,7 +200,7 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code, page: gr.Blocks) -> T
     def on_cancel(run_id: str | None) -> list:
         try:
             said = actions.cancel(ctx, run_id)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return [f"✗ {error}", gr.skip(), gr.skip()]
         return [f"■ {said}", actions.queue_frame(ctx), actions.progress_html(ctx, run_id)]
 
@@ -214,7 +214,7 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code, page: gr.Blocks) -> T
     def on_resume(run_id: str | None, request: gr.Request) -> list:
         try:
             submitted = actions.resume(ctx, run_id)
-        except actions.AppError as error:
+        except actions.REFUSED as error:
             return [f"✗ {error}", *[gr.skip()] * 5]
         return [
             *after_submit(submitted, views.of(request.session_hash), pinned=True),

@@ -68,16 +68,11 @@ from typing import Any
 
 from builder_ui.builders import load_spec
 from builder_ui.engine import devices
+from builder_ui.engine.processes import alive, this_process
 from builder_ui.engine.progress import TRAINING, WAITING, ProgressBoard
 from builder_ui.engine.queued_search import QueuedSearch
 from builder_ui.engine.slots import detect_slots, slot_environment
-from builder_ui.engine.store import (
-    RunRecord,
-    RunStore,
-    StatusError,
-    process_alive,
-    this_process,
-)
+from builder_ui.engine.store import RunRecord, RunStore, StatusError
 from builder_ui.engine.worker import TrainingProcess
 
 _logger = logging.getLogger(__name__)
@@ -123,7 +118,7 @@ def recover_orphans(store: RunStore) -> list[str]:
     host = socket.gethostname()
     changed = []
     for record in store.list_runs(status=WAITING):
-        if record.pid is None or record.host != host or process_alive(record.pid):
+        if record.pid is None or record.host != host or alive(record.pid):
             continue
         with contextlib.suppress(StatusError):
             store.set_status(

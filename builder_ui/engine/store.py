@@ -41,7 +41,6 @@ into place (`RunStore.atomic_artifact`), so a reader never sees half a file.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import math
 import os
@@ -50,7 +49,6 @@ import secrets
 import shutil
 import socket
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -59,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from builder_ui import files
+from builder_ui.engine import processes
 
 SCHEMA_VERSION = 1
 DB_NAME = "runs.sqlite"
@@ -96,7 +95,6 @@ RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # Writes are short transactions; a lock held longer is another process stuck or in use.
 BUSY_TIMEOUT_S = 5.0
 # SQLite's WAL write lock: the byte of the `-shm` file a writer locks (`WALINDEX_LOCK_OFFSET`).
-_WAL_WRITE_LOCK_BYTE = 120
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -399,55 +397,6 @@ def _spec_to_dict(spec: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dict(spec), allow_nan=False))
 
 
-def _process_start_time(pid: int) -> str | None:
-    """When process `pid` started, in clock ticks since boot (Linux), to tell reused pids apart."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may hold spaces.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    # fields[0] is field 3 (state); the start time is field 22.
-    return fields[19] if len(fields) > 19 else None
-
-
-def _wal_writers(database: Path) -> list[int]:
-    """The processes that hold SQLite's WAL write lock on `database` (Linux's /proc/locks).
-
-    A writer locks byte `_WAL_WRITE_LOCK_BYTE` of the `-shm` file; empty where that cannot
-    be read (another system, no `-shm` file).
-    """
-    try:
-        shm = os.stat(f"{database}-shm")
-        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return []
-    inode = f"{os.major(shm.st_dev):02x}:{os.minor(shm.st_dev):02x}:{shm.st_ino}"
-    pids = []
-    for line in lines:
-        # "3: POSIX  ADVISORY  WRITE 11699 fe:00:2179337 120 120"; a waiter's has "->" after "3:".
-        fields = line.split()
-        if len(fields) != 8 or fields[3] != "WRITE" or fields[5] != inode:
-            continue
-        start, end = int(fields[6]), math.inf if fields[7] == "EOF" else int(fields[7])
-        if start <= _WAL_WRITE_LOCK_BYTE <= end and fields[4].isdigit():
-            pids.append(int(fields[4]))
-    return pids
-
-
-def _command_line(pid: int) -> str:
-    """`running python -m builder_ui.cli ui ...` (at most 80 characters), or ""."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            arguments = handle.read().decode("utf-8", "replace").replace("\0", " ")
-    except OSError:
-        return ""
-    text = " ".join(arguments.split())  # one line, whatever the arguments hold
-    return f"running {text[:77]}..." if len(text) > 80 else f"running {text}" if text else ""
-
-
 def _read_only_reason(database: Path) -> str | None:
     """Why the store of `database` cannot be written (None if it can): its file system, modes.
 
@@ -459,54 +408,6 @@ def _read_only_reason(database: Path) -> str | None:
                 return "on a read-only file system"
             return f"no permission to write to {str(path)!r}"
     return None
-
-
-def _process_state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return fields[0] if fields else None
-
-
-def process_alive(pid: int, started: str | None = None) -> bool:
-    """Whether process `pid` on this machine is still running.
-
-    A zombie (ended, not yet reaped) counts as dead; where the start time is
-    known (Linux), a different process that reused the pid counts as dead too.
-    """
-    if pid <= 0:
-        return False
-    if sys.platform == "win32":  # pragma: no cover - Windows only
-        kernel32 = ctypes.windll.kernel32
-        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
-        if not handle:
-            return False
-        code = ctypes.c_ulong()
-        kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
-        kernel32.CloseHandle(handle)
-        return code.value == 259  # STILL_ACTIVE
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # It exists, owned by someone else.
-    if _process_state(pid) in ("Z", "X"):
-        return False
-    if started is not None:
-        now = _process_start_time(pid)
-        if now is not None and now != started:
-            return False
-    return True
-
-
-def this_process() -> dict[str, Any]:
-    """`pid`, `host` and `pid_started` of the calling process, as stored on a running run."""
-    pid = os.getpid()
-    return {"pid": pid, "host": socket.gethostname(), "pid_started": _process_start_time(pid)}
 
 
 class RunStore:
@@ -754,10 +655,10 @@ class RunStore:
             rows = []
         here = socket.gethostname()
         holders = []
-        for pid in _wal_writers(self.path):
-            this = (pid, here, _process_start_time(pid))
+        for pid in processes.wal_writers(self.path):
+            this = (pid, here, processes.start_time(pid))
             run = next((row["id"] for row in rows if tuple(row)[1:] == this), None)
-            what = f"which is training run {run}" if run else _command_line(pid)
+            what = f"which is training run {run}" if run else processes.command_line(pid)
             holders.append(f"pid {pid} on this machine" + (f", {what}" if what else ""))
         if holders:
             return "; ".join(holders)
@@ -863,7 +764,7 @@ class RunStore:
         generated = run_id is None
         run_id = new_run_id() if generated else check_run_id(run_id)
         now = time.time()
-        extra = this_process() if status == "running" else {}
+        extra = processes.this_process() if status == "running" else {}
         with self._write() as conn:
             while conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
                 if not generated:
@@ -1113,7 +1014,7 @@ class RunStore:
             )
         now = time.time()
         if status == "running":
-            fields = {"started": now, "finished": None, **this_process(), **fields}
+            fields = {"started": now, "finished": None, **processes.this_process(), **fields}
         elif status in FINAL_STATUSES:
             fields = {"finished": now, **fields}
         if error is not None or status in ("running", "done"):
@@ -1380,7 +1281,7 @@ class RunStore:
         if record.pid is None or record.host != socket.gethostname():
             return True
         rows = self._read("SELECT pid_started FROM runs WHERE id = ?", (record.id,))
-        return process_alive(record.pid, rows[0]["pid_started"] if rows else None)
+        return processes.alive(record.pid, rows[0]["pid_started"] if rows else None)
 
     def recover_interrupted(self, *, wait: bool = True) -> list[str]:
         """Mark `running` runs whose process has died as `interrupted`; returns their ids.

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from builder_ui.engine.store import RunStore, process_alive
+from builder_ui.engine import processes
+from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server
 from tests.app.browser import needs_chromium
 
@@ -141,8 +142,8 @@ def test_a_killed_app_leaves_its_run_interrupted_not_failed(tmp_path, servers):
     server.process.wait(timeout=30)
     try:
         # The training process sees the app gone, stops the run resumable, and exits.
-        wait_until(lambda: not process_alive(trainer), "the training process ending")
+        wait_until(lambda: not processes.alive(trainer), "the training process ending")
     finally:
-        if process_alive(trainer):
+        if processes.alive(trainer):
             os.kill(trainer, signal.SIGKILL)
     assert_interrupted_with_checkpoint(server.runs, run_id)

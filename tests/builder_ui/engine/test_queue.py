@@ -20,10 +20,11 @@ import time
 import pytest
 
 from builder_ui.builders import load_spec
+from builder_ui.engine.processes import this_process
 from builder_ui.engine.progress import ProgressBoard
 from builder_ui.engine.queue import JobQueue, recover_orphans
 from builder_ui.engine.slots import detect_slots, slot_environment
-from builder_ui.engine.store import RunStore, this_process
+from builder_ui.engine.store import RunStore
 from tests.builder_ui.engine.quick_runner import QuickRunner
 
 # 96 training and 24 validation sequences of 5 one-hot steps: 3 batches per epoch, ~1 s a run.

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from builder_ui.engine import artifacts
+from builder_ui.engine import artifacts, processes
 from builder_ui.engine.store import (
     DB_NAME,
     SCHEMA_VERSION,
@@ -19,7 +19,6 @@ from builder_ui.engine.store import (
     RunStore,
     StatusError,
     new_run_id,
-    process_alive,
 )
 
 SPEC = {
@@ -251,7 +250,7 @@ def test_running_runs_of_dead_processes_become_interrupted_on_open(tmp_path):
         queued = store.create_run(SPEC)
         store.append_epoch(dead, 1, {"loss": 0.7})
         pid = _dead_pid()
-        assert not process_alive(pid)
+        assert not processes.alive(pid)
         store.update(dead, pid=pid)
         # Our own pid, but a start time that is not ours: the pid was reused.
         store.update(reused, pid_started="1")

@@ -13,8 +13,6 @@ and a third, `truncated_gradients`, reproduces the 1997 learning rule.
 
 from __future__ import annotations
 
-import inspect
-
 import keras
 from keras import activations, constraints, initializers, ops, regularizers
 
@@ -533,14 +531,6 @@ def _keras_bias_rule(*, forget_gate, bias_initializer, unit_forget_bias, gate_bi
     return unit_forget_bias
 
 
-# The cell arguments CECLSTM forwards; the rest of its config is the RNN's.
-_CELL_ARGS = tuple(
-    name
-    for name, parameter in inspect.signature(CECLSTMCell.__init__).parameters.items()
-    if name != "self" and parameter.kind is parameter.POSITIONAL_OR_KEYWORD
-)
-
-
 @_REGISTER
 class CECLSTM(keras.layers.RNN):
     """The 1997 LSTM (and its gated variants) over a whole sequence.
@@ -647,13 +637,41 @@ class CECLSTM(keras.layers.RNN):
         use_cudnn="auto",
         **kwargs,
     ):
-        cell_kwargs = {name: value for name, value in locals().items() if name in _CELL_ARGS}
         if use_cudnn not in ("auto", True, False):
             raise ValueError(
                 f"`use_cudnn` must be 'auto', True or False, got use_cudnn={use_cudnn!r}."
             )
         cell = CECLSTMCell(
-            **cell_kwargs,
+            units=units,
+            forget_gate=forget_gate,
+            peephole=peephole,
+            truncated_gradients=truncated_gradients,
+            cell_activation=cell_activation,
+            output_activation=output_activation,
+            gate_activation=gate_activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            peephole_initializer=peephole_initializer,
+            input_gate_bias=input_gate_bias,
+            forget_gate_bias=forget_gate_bias,
+            output_gate_bias=output_gate_bias,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            peephole_regularizer=peephole_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            peephole_constraint=peephole_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            activation=activation,
+            recurrent_activation=recurrent_activation,
+            bias_initializer=bias_initializer,
+            unit_forget_bias=unit_forget_bias,
+            implementation=implementation,
             dtype=kwargs.get("dtype"),
             trainable=kwargs.get("trainable", True),
             name="cec_lstm_cell",
@@ -762,9 +780,130 @@ class CECLSTM(keras.layers.RNN):
     def call(self, sequences, initial_state=None, mask=None, training=False):
         return super().call(sequences, mask=mask, training=training, initial_state=initial_state)
 
+    # The cell's arguments, read from the cell (as `keras.layers.LSTM` reads its own).
+    @property
+    def units(self):
+        return self.cell.units
+
+    @property
+    def forget_gate(self):
+        return self.cell.forget_gate
+
+    @property
+    def peephole(self):
+        return self.cell.peephole
+
+    @property
+    def truncated_gradients(self):
+        return self.cell.truncated_gradients
+
+    @property
+    def cell_activation(self):
+        return self.cell.cell_activation
+
+    @property
+    def output_activation(self):
+        return self.cell.output_activation
+
+    @property
+    def gate_activation(self):
+        return self.cell.gate_activation
+
+    @property
+    def use_bias(self):
+        return self.cell.use_bias
+
+    @property
+    def kernel_initializer(self):
+        return self.cell.kernel_initializer
+
+    @property
+    def recurrent_initializer(self):
+        return self.cell.recurrent_initializer
+
+    @property
+    def peephole_initializer(self):
+        return self.cell.peephole_initializer
+
+    @property
+    def input_gate_bias(self):
+        return self.cell.input_gate_bias
+
+    @property
+    def forget_gate_bias(self):
+        return self.cell.forget_gate_bias
+
+    @property
+    def output_gate_bias(self):
+        return self.cell.output_gate_bias
+
+    @property
+    def kernel_regularizer(self):
+        return self.cell.kernel_regularizer
+
+    @property
+    def recurrent_regularizer(self):
+        return self.cell.recurrent_regularizer
+
+    @property
+    def bias_regularizer(self):
+        return self.cell.bias_regularizer
+
+    @property
+    def peephole_regularizer(self):
+        return self.cell.peephole_regularizer
+
+    @property
+    def kernel_constraint(self):
+        return self.cell.kernel_constraint
+
+    @property
+    def recurrent_constraint(self):
+        return self.cell.recurrent_constraint
+
+    @property
+    def bias_constraint(self):
+        return self.cell.bias_constraint
+
+    @property
+    def peephole_constraint(self):
+        return self.cell.peephole_constraint
+
+    @property
+    def dropout(self):
+        return self.cell.dropout
+
+    @property
+    def recurrent_dropout(self):
+        return self.cell.recurrent_dropout
+
+    @property
+    def seed(self):
+        return self.cell.seed
+
+    @property
+    def activation(self):
+        return self.cell.activation
+
+    @property
+    def recurrent_activation(self):
+        return self.cell.recurrent_activation
+
+    @property
+    def bias_initializer(self):
+        return self.cell.bias_initializer
+
+    @property
+    def unit_forget_bias(self):
+        return self.cell.unit_forget_bias
+
+    @property
+    def implementation(self):
+        return self.cell.implementation
+
     def get_config(self):
-        cell_config = self.cell.get_config()
-        config = {name: cell_config[name] for name in _CELL_ARGS}
+        cell_config = self.cell.get_config()  # exactly the cell's constructor arguments
+        config = {k: v for k, v in cell_config.items() if k not in ("name", "trainable", "dtype")}
         config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         config["use_cudnn"] = self.use_cudnn
         base_config = super().get_config()
@@ -810,9 +949,3 @@ def _fused_lstm(
         if native is not None:
             return native
     return keras_backend.lstm(inputs, initial_state_h, initial_state_c, mask, **kwargs)
-
-
-# Read-only views of the cell's arguments: `layer.units`, `layer.forget_gate`, ...
-for _name in _CELL_ARGS:
-    setattr(CECLSTM, _name, property(lambda self, _name=_name: getattr(self.cell, _name)))
-del _name

@@ -65,8 +65,11 @@ def _share_the_cores() -> None:
     PyTorch's and NumPy's OpenMP pools default to one thread per core in every worker, so two
     workers on two cores oversubscribe them: OpenMP threads spin waiting for each other and a
     200-step backward pass on PyTorch measured 4.3 s instead of 0.2 s (the whole PyTorch fast
-    tier 44 s instead of 33 s). Set before any backend is imported (keras comes in at session
-    start); a value the caller set is kept. Processes the tests start inherit it.
+    tier 44 s instead of 33 s). TensorFlow's intra-op pool (Eigen's) spins the same way: the
+    ConvLSTM learning test took 80 s of CPU with its default two threads beside another busy
+    process, 51 s with one (`TF_NUM_INTRAOP_THREADS`). XLA on CPU (JAX) showed no such loss
+    and is left alone. Set before any backend is imported (keras comes in at session start);
+    a value the caller set is kept. Processes the tests start inherit it.
     """
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
@@ -76,7 +79,7 @@ def _share_the_cores() -> None:
             else os.cpu_count() or 1
         )
         share = str(max(1, cores // workers))
-        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
             os.environ.setdefault(name, share)
 
 

@@ -520,7 +520,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.engine import executors
     from builder_ui.engine.progress import TerminalProgress
-    from builder_ui.engine.storage import StorageError
+    from builder_ui.engine.transfer import StorageError
     from builder_ui.results import compare
 
     with open_store(args.runs) as store:

@@ -55,8 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builder_ui.builders import load_spec, memory, sweeps
-from builder_ui.engine import devices, interrupts, remote, search, train, tune_search
-from builder_ui.engine import storage as transfer
+from builder_ui.engine import devices, interrupts, remote, search, train, transfer, tune_search
 from builder_ui.engine.store import RunRecord, RunStore
 from builder_ui.specs import SpecError, shown
 
@@ -197,7 +196,7 @@ def run_sweep(
         storage: `ray` only: a `pyarrow.fs` URI (`s3://bucket/prefix`,
             `file:///shared/dir`) through which the trials send their
             checkpoints and files instead of by value through Ray's object
-            store (`builder_ui.engine.storage`); checked before any run is made.
+            store (`builder_ui.engine.transfer`); checked before any run is made.
 
     Returns:
         A `SweepResult`: the sweep id and each trial's final `RunRecord`.

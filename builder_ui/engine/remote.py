@@ -37,7 +37,7 @@ What crosses the network, through Ray only:
 
 With a storage URI (`storage_uri`, `keras-seq sweep --storage`) the files of
 the checkpoints and of the result travel under that URI instead, and the
-messages carry their names (`builder_ui.engine.storage`); the driver reads
+messages carry their names (`builder_ui.engine.transfer`); the driver reads
 them into its store and deletes them there.
 
 A worker that dies mid-trial (killed, out of memory, its node lost) leaves
@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from builder_ui import files
-from builder_ui.engine import storage, train
+from builder_ui.engine import train, transfer
 from builder_ui.engine.store import RunStore
 from builder_ui.specs import SpecError
 
@@ -122,7 +122,7 @@ def run_trial(
             returning it (a Ray Tune trial's return value does not reach the
             driver).
         storage_uri: Where the checkpoints and the run's files go
-            (`builder_ui.engine.storage`); None: by value, in the messages.
+            (`builder_ui.engine.transfer`); None: by value, in the messages.
 
     Returns:
         The result (`trial_result`): the final record's fields, the history
@@ -221,7 +221,7 @@ def _streamer(
                     "metrics": dict(row.metrics),
                     "time": row.time,
                     "seconds": row.seconds,
-                    "checkpoint": storage.ship(
+                    "checkpoint": transfer.ship(
                         _files(store.artifact_dir(run_id) / train.BACKUP_DIR),
                         storage_uri,
                         run_id,
@@ -240,7 +240,7 @@ def _streamer(
 
 def trial_result(store: RunStore, record: Any, storage_uri: str | None = None) -> dict[str, Any]:
     """What a finished trial sends back: its record, history and run directory's files
-    (by value, or under `storage_uri`: `storage.ship`)."""
+    (by value, or under `storage_uri`: `transfer.ship`)."""
     directory = store.artifact_dir(record.id)
     prefix = f"{record.id}/"
     return {
@@ -261,8 +261,8 @@ def trial_result(store: RunStore, record: Any, storage_uri: str | None = None) -
         ],
         # Artifact paths relative to the run's directory.
         "artifacts": {name: path.removeprefix(prefix) for name, path in record.artifacts.items()},
-        # The run directory's files (`storage.ship`: by value, or their names under the URI).
-        "directory": storage.ship(_files(directory), storage_uri, record.id, "result"),
+        # The run directory's files (`transfer.ship`: by value, or their names under the URI).
+        "directory": transfer.ship(_files(directory), storage_uri, record.id, "result"),
     }
 
 
@@ -310,7 +310,7 @@ class Mirror:
             self._running(run_id, {})
             checkpoint = message["checkpoint"]
             try:
-                received = storage.receive(checkpoint, uri=self.storage_uri)
+                received = transfer.receive(checkpoint, uri=self.storage_uri)
                 self._write_directory(run_id, train.BACKUP_DIR, received)
             except ValueError as error:  # what it left under the URI goes with the run
                 self.failed(
@@ -331,7 +331,7 @@ class Mirror:
     def _release(self, payload: Mapping[str, Any]) -> None:
         """Delete a payload's files under the sweep's storage URI (never under another)."""
         if "files" not in payload and payload.get("uri") == self.storage_uri:
-            storage.release(payload)
+            transfer.release(payload)
 
     def result(self, run_id: str, result: Mapping[str, Any]) -> None:
         """Write a trial's files and history, then give the run its final record.
@@ -341,7 +341,7 @@ class Mirror:
         """
         self._running(run_id, {})
         try:
-            received = storage.receive(result["directory"], uri=self.storage_uri)
+            received = transfer.receive(result["directory"], uri=self.storage_uri)
             targets = {
                 relative: self._inside(run_id, relative, "a file named") for relative in received
             }
@@ -434,7 +434,7 @@ class Mirror:
     def _ended(self, run_id: str) -> None:
         """No more messages of this trial count; what it left under the storage URI goes."""
         self.finished.add(run_id)
-        storage.release_run(self.storage_uri, run_id)
+        transfer.release_run(self.storage_uri, run_id)
 
     def _running(self, run_id: str, info: Mapping[str, Any]) -> None:
         record = self.store.get(run_id, history=False)
@@ -451,7 +451,7 @@ class Mirror:
         folder leads out of (`RunStore.artifact_target`) is refused, naming it.
         """
         try:
-            storage.check_relative(relative)
+            transfer.check_relative(relative)
         except ValueError:
             raise ValueError(
                 f"the worker sent {what} {relative!r}, which is not a path inside "

@@ -154,7 +154,7 @@ def run_tune_sweep(
         request: Each trial's resources (`{"num_cpus": 1}` or `{"num_gpus": 1}`).
         progress: Progress callbacks; each gets `on_run_end(record)` as a trial ends.
         cwd: The directory relative data paths are read from.
-        storage: The trials' storage URI (`builder_ui.engine.storage`), or None.
+        storage: The trials' storage URI (`builder_ui.engine.transfer`), or None.
 
     Returns:
         The trials' final records, in the order Tune started them.

@@ -17,7 +17,7 @@ import keras
 import pytest
 
 from builder_ui.builders import load_spec
-from builder_ui.engine import artifacts, remote, storage
+from builder_ui.engine import artifacts, remote, transfer
 from builder_ui.engine.store import RunStore
 from tests.builder_ui.engine.walks import write_walks
 
@@ -56,7 +56,7 @@ def trained(request, tmp_path, monkeypatch):
     uri = None
     if request.param == "storage URI":
         pytest.importorskip("pyarrow")
-        uri = storage.check((tmp_path / "bucket").as_uri())
+        uri = transfer.check((tmp_path / "bucket").as_uri())
     (tmp_path / "worker-tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "worker-tmp"))  # the worker's /tmp
     data_path = tmp_path / "driver" / "walks.csv"
@@ -90,13 +90,13 @@ def test_the_worker_sends_start_then_each_epoch_with_its_checkpoint(trained):
     )
     assert [m["epoch"] for m in messages[1:]] == list(range(1, EPOCHS + 1))
     for message in messages[1:]:
-        checkpoint = storage.receive(message["checkpoint"], uri=uri)
+        checkpoint = transfer.receive(message["checkpoint"], uri=uri)
         assert checkpoint, "each epoch carries the checkpoint written before it"
         assert "val_loss" in message["metrics"]
         # Under a storage URI the message names the files; their bytes wait there.
         assert ("files" in message["checkpoint"]) == (uri is None)
     assert result["status"] == "done", result["error"]
-    files = storage.receive(result["directory"], uri=uri)
+    files = transfer.receive(result["directory"], uri=uri)
     assert "model.keras" in files and result["artifacts"]["model.keras"] == "model.keras"
     assert [row["epoch"] for row in result["history"]] == list(range(1, EPOCHS + 1))
     assert not any(name.startswith("backup/") for name in files)  # done: no checkpoint
@@ -112,7 +112,7 @@ def test_the_driver_writes_the_epochs_checkpoints_and_files_as_a_local_run(train
     mirror = remote.Mirror(driver, uri)
     mirror.message(messages[0])
     assert driver.get(run_id).status == "running"
-    sent = storage.receive(messages[1]["checkpoint"], uri=uri)
+    sent = transfer.receive(messages[1]["checkpoint"], uri=uri)
     mirror.message(messages[1])
     assert [row.epoch for row in driver.history(run_id)] == [1]
     backup = driver.artifact_dir(run_id) / "backup"

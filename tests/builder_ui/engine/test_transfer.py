@@ -1,4 +1,4 @@
-"""The storage URI remote trials send their files through (`builder_ui.engine.storage`).
+"""The storage URI remote trials send their files through (`builder_ui.engine.transfer`).
 
 Real pyarrow file systems: `file://` URIs and plain absolute paths on this machine (an
 `s3://` bucket goes through the same `pyarrow.fs` calls; none is reachable from a test).
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from builder_ui.engine import storage
+from builder_ui.engine import transfer
 
 pytest.importorskip("pyarrow")
 
@@ -22,30 +22,30 @@ def _everything(root: Path):
 
 
 def test_a_shipment_under_a_uri_round_trips_and_is_deleted_once_released(tmp_path):
-    uri = storage.check((tmp_path / "bucket").as_uri())
-    payload = storage.ship(FILES, uri, "run-1", "epoch-3")
+    uri = transfer.check((tmp_path / "bucket").as_uri())
+    payload = transfer.ship(FILES, uri, "run-1", "epoch-3")
     # The payload names the files; their bytes are under the URI, not in the message.
     assert payload["names"] == sorted(FILES) and "files" not in payload
     assert (tmp_path / "bucket" / "run-1" / "epoch-3" / "logs" / "train" / "events").read_bytes()
-    assert storage.receive(payload, uri=uri) == FILES
-    storage.release(payload)
+    assert transfer.receive(payload, uri=uri) == FILES
+    transfer.release(payload)
     assert _everything(tmp_path / "bucket") == ["run-1"]
-    storage.release_run(uri, "run-1")
+    transfer.release_run(uri, "run-1")
     assert _everything(tmp_path / "bucket") == []
-    storage.release_run(uri, "run-1")  # nothing left: no error
+    transfer.release_run(uri, "run-1")  # nothing left: no error
 
 
 def test_without_a_uri_the_files_travel_by_value():
-    payload = storage.ship(FILES, None, "run-1", "result")
+    payload = transfer.ship(FILES, None, "run-1", "result")
     assert payload == {"files": FILES}
-    assert storage.receive(payload, uri=None) == FILES
-    storage.release(payload)
-    storage.release_run(None, "run-1")
+    assert transfer.receive(payload, uri=None) == FILES
+    transfer.release(payload)
+    transfer.release_run(None, "run-1")
 
 
 def test_a_plain_absolute_path_is_a_local_directory(tmp_path):
-    uri = storage.check(str(tmp_path / "shared"))
-    storage.ship(FILES, uri, "run-2", "result")
+    uri = transfer.check(str(tmp_path / "shared"))
+    transfer.ship(FILES, uri, "run-2", "result")
     assert (tmp_path / "shared" / "run-2" / "result" / "model.keras").read_bytes() == FILES[
         "model.keras"
     ]
@@ -54,9 +54,9 @@ def test_a_plain_absolute_path_is_a_local_directory(tmp_path):
 def test_the_probe_leaves_nothing_behind(tmp_path):
     (tmp_path / "bucket").mkdir()
     (tmp_path / "bucket" / "keep.txt").write_text("a user's file")
-    storage.check((tmp_path / "bucket").as_uri())
+    transfer.check((tmp_path / "bucket").as_uri())
     assert _everything(tmp_path / "bucket") == ["keep.txt"]
-    assert storage.check(None) is None
+    assert transfer.check(None) is None
 
 
 @pytest.mark.parametrize(
@@ -68,24 +68,24 @@ def test_the_probe_leaves_nothing_behind(tmp_path):
     ],
 )
 def test_a_uri_that_cannot_be_used_is_refused_naming_it(uri, says):
-    with pytest.raises(storage.StorageError, match="storage") as raised:
-        storage.check(uri)
+    with pytest.raises(transfer.StorageError, match="storage") as raised:
+        transfer.check(uri)
     assert says in str(raised.value) and repr(uri) in str(raised.value)
 
 
 def test_a_uri_under_a_file_is_refused_and_the_file_kept(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    with pytest.raises(storage.StorageError, match="cannot write under"):
-        storage.check((blocker / "runs").as_uri())
+    with pytest.raises(transfer.StorageError, match="cannot write under"):
+        transfer.check((blocker / "runs").as_uri())
     assert blocker.read_text() == "not a directory"
 
 
 def test_keys_that_would_leave_the_run_directory_are_refused(tmp_path):
-    uri = storage.check((tmp_path / "bucket").as_uri())
+    uri = transfer.check((tmp_path / "bucket").as_uri())
     for run_id, key in (("../escape", "result"), ("run", "../../x"), ("run", "")):
         with pytest.raises(ValueError, match="not a storage path segment"):
-            storage.ship(FILES, uri, run_id, key)
+            transfer.ship(FILES, uri, run_id, key)
     assert _everything(tmp_path / "bucket") == []
 
 
@@ -95,19 +95,19 @@ def test_keys_that_would_leave_the_run_directory_are_refused(tmp_path):
 def test_a_payload_naming_a_file_outside_its_folder_is_refused_before_anything_is_read(
     tmp_path, name
 ):
-    uri = storage.check((tmp_path / "bucket").as_uri())
+    uri = transfer.check((tmp_path / "bucket").as_uri())
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "shadow").write_text("secret")
     by_uri = {"uri": uri, "run_id": "run-1", "key": "result", "names": [name]}
     for payload in (by_uri, {"files": {name: b"x"}}):
         with pytest.raises(ValueError, match="not a plain relative path"):
-            storage.receive(payload, uri=uri)
+            transfer.receive(payload, uri=uri)
 
 
 def test_a_payload_under_another_storage_than_the_sweeps_is_refused(tmp_path):
-    uri = storage.check((tmp_path / "bucket").as_uri())
-    other = storage.check((tmp_path / "elsewhere").as_uri())
-    payload = storage.ship(FILES, other, "run-1", "result")
+    uri = transfer.check((tmp_path / "bucket").as_uri())
+    other = transfer.check((tmp_path / "elsewhere").as_uri())
+    payload = transfer.ship(FILES, other, "run-1", "result")
     for expected in (uri, None):
         with pytest.raises(ValueError, match="not the sweep's storage"):
-            storage.receive(payload, uri=expected)
+            transfer.receive(payload, uri=expected)

@@ -6,7 +6,7 @@
     keras-seq train SPEC [--runs DIR] [--name N] [--set FIELD=VALUE ...] [--memory-budget SIZE]
     keras-seq sweep SPEC [--executor local|ray] [--address ADDR] [--num-cpus N]
                          [--storage URI] [--runs DIR] [--memory-budget SIZE]
-    keras-seq runs [--runs DIR] [--status S] [--sweep ID] [--tag TAG] [--archived]
+    keras-seq runs [--runs DIR] [--status S] [--sweep ID [--importance]] [--tag TAG] [--archived]
                    [--compare ID ...] [--csv FILE]
     keras-seq runs --rename RUN NAME | --add-tag RUN TAG... | --remove-tag RUN TAG...
                    | --note RUN TEXT | --star RUN | --unstar RUN | --archive RUN
@@ -606,6 +606,12 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
         help="compare these runs: the spec fields that differ, metrics, time, device",
     )
     parser.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
+    parser.add_argument(
+        "--importance",
+        action="store_true",
+        help="with --sweep: each swept parameter's share of the variance of the sweep's "
+        "metric over its finished trials (fANOVA, through Optuna)",
+    )
     edits = parser.add_mutually_exclusive_group()
     for name, (nargs, metavar, help_text) in RUN_EDITS.items():
         flag = "--" + name.replace("_", "-")
@@ -624,6 +630,8 @@ def _run_runs(args: argparse.Namespace) -> int:
     edit = next((name for name in RUN_EDITS if getattr(args, name) is not None), None)
     if edit is not None:
         return _edit_run(args, edit)
+    if args.importance:
+        return _print_importance(args)
     if not (args.runs / DB_NAME).exists():  # a directory there: the store says so
         if args.compare:
             raise InputError(f"no run store in {str(args.runs)!r}; pass --runs DIR")
@@ -657,6 +665,29 @@ def _run_runs(args: argparse.Namespace) -> int:
     if args.csv is not None:
         path = compare.to_csv(table, args.csv)
         print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _print_importance(args: argparse.Namespace) -> int:
+    """`keras-seq runs --sweep ID --importance`: each parameter's importance, largest first."""
+    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    from builder_ui.results.importance import ImportanceError, sweep_importance
+
+    if args.sweep is None:
+        raise InputError("--importance measures one sweep: give it with --sweep ID")
+    if args.compare or args.csv is not None:
+        raise InputError("--importance prints its own table; list or compare in another call")
+    with _existing_store(args) as store:
+        try:
+            found = sweep_importance(store, args.sweep)
+        except (ImportanceError, ImportError) as error:
+            raise InputError(str(error)) from None
+    print(
+        f"sweep {found.sweep_id}: the importance of each parameter for {found.metric} "
+        f"(fANOVA over {found.trials} finished trials)"
+    )
+    for line in found.lines():
+        print(line)
     return EXIT_OK
 
 

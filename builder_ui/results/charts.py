@@ -276,6 +276,30 @@ def hyperparameter_scatter(table, hyperparameter: str, metric: str):
     return figure
 
 
+def importance_figure(shares: dict[str, float], metric: str, trials: int):
+    """A sweep's parameter importance (`results.importance`): one bar per parameter, the
+    largest on top, its share of the variance of `metric` as a percentage."""
+    paths = list(shares)[::-1]  # Plotly draws a horizontal bar chart from the bottom up
+    figure = go.Figure(
+        go.Bar(
+            x=[100 * shares[path] for path in paths],
+            y=paths,
+            orientation="h",
+            text=[f"{shares[path]:.1%}" for path in paths],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.1f}% of the variance<extra></extra>",
+        )
+    )
+    figure.update_xaxes(title_text=f"share of the variance of {metric} (%)", range=[0, 100])
+    figure.update_yaxes(automargin=True)  # room for the longest path
+    figure.update_layout(
+        title_text=f"Parameter importance (fANOVA over {trials} finished trials)",
+        height=200 + 50 * len(paths),
+        margin={"t": 60},
+    )
+    return figure
+
+
 def _check_metric(table, metric: str) -> None:
     if metric not in compare.metric_columns(table):
         raise ValueError(

@@ -52,6 +52,18 @@ def thousand(tmp_path_factory) -> Iterator[tuple[Server, list[str]]]:
         yield running, ids
 
 
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory) -> Iterator[tuple[Server, str]]:
+    """A server over a 12-trial grid sweep whose loss the learning rate alone sets."""
+    from tests.builder_ui.results.test_importance import learning_rate_alone, record_sweep
+
+    directory = tmp_path_factory.mktemp("compare-sweep")
+    with RunStore(directory / "runs") as store:
+        sweep = record_sweep(store, learning_rate_alone)
+    with serving(directory, "--no-warm-up") as running:
+        yield running, sweep
+
+
 def open_compare(browser, server: Server):
     """A new session on the Compare tab, at 1400×900."""
     from playwright.sync_api import expect
@@ -424,4 +436,27 @@ def test_clicking_a_header_sorts_every_run_and_a_second_click_flips_the_order(br
     expect(body_row(page, 0)).to_contain_text(highest)
     expect(page.locator("#results-sort-order input")).to_have_value("descending")
     no_error_badges(page)
+    page.context.close()
+
+
+def test_a_sweeps_parameter_importance_draws_the_learning_rate_on_top(browser, searched):
+    from playwright.sync_api import expect
+
+    server, sweep = searched
+    page = open_compare(browser, server)
+    page.locator("#importance-button").click()  # no sweep chosen yet: it says what to do
+    expect(page.locator("#compare-message")).to_contain_text("Choose a sweep in the Sweep filter")
+    settled(page)
+    page.locator("#results-sweep input").click()
+    page.get_by_role("option", name=sweep, exact=True).click()
+    settled(page)
+    page.locator("#importance-button").click()
+    plot = page.locator("#importance-plot")
+    expect(plot.locator(".ytick text")).to_have_count(2)
+    labels = plot.locator(".ytick text").all_text_contents()  # SVG text has no innerText
+    assert labels == ["model.encoder.units", "train.learning_rate"]  # drawn from the bottom
+    expect(plot).to_contain_text("fANOVA over 12 finished trials")
+    no_error_badges(page)
+    plot.scroll_into_view_if_needed()
+    screenshot(page, "compare-10-importance")
     page.context.close()

@@ -32,7 +32,7 @@ from builder_ui.engine.store import (
     check_note,
     check_tag,
 )
-from builder_ui.results import charts, compare
+from builder_ui.results import charts, compare, importance
 from builder_ui.results.inspection import translator
 
 
@@ -368,6 +368,17 @@ def hparams_chart(ctx: AppContext, filters: ResultsFilters | None, metric: str |
         return charts.parallel_coordinates(table, metric)
     except ValueError as error:
         raise _app_error(error) from None
+
+
+def importance_chart(ctx: AppContext, sweep_id: str | None):
+    """The importance of each parameter of the sweep the Sweep filter names, as bars."""
+    if not sweep_id:
+        raise AppError("Choose a sweep in the Sweep filter first: importance is per sweep.")
+    try:
+        found = importance.sweep_importance(ctx.store, sweep_id)
+    except (importance.ImportanceError, ImportError) as error:
+        raise AppError(str(error)) from None
+    return charts.importance_figure(found.shares, found.metric, found.trials)
 
 
 def scatter_chart(

@@ -387,9 +387,13 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
             scale=2,
         )
         scatter_button = gr.Button("Scatter", elem_id="scatter-button", scale=1)
+        importance_button = gr.Button(
+            "Parameter importance (the Sweep filter's sweep)", elem_id="importance-button", scale=2
+        )
     with gr.Row(equal_height=False):
         hparams_plot = gr.Plot(label="Hyperparameters against the metric", elem_id="hparams-plot")
         scatter_plot = gr.Plot(label="Hyperparameter against metric", elem_id="scatter-plot")
+    importance_plot = gr.Plot(label="Parameter importance", elem_id="importance-plot")
     bleu_button = gr.Button("BLEU by source sentence length (seq2seq runs)", elem_id="bleu-button")
     with gr.Row(equal_height=False):
         # Until a chart is drawn, a line saying what it needs (an empty Plot draws a blank box).
@@ -620,6 +624,19 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         inputs=[scatter_x, scatter_y, *filter_inputs],
         outputs=[message, scatter_plot],
         api_name="scatter_chart",
+    )
+
+    def on_importance(sweep_id: str | None) -> list:
+        try:
+            return ["", compare_actions.importance_chart(ctx, sweep_id)]
+        except actions.REFUSED as error:
+            return _plot_error(str(error))
+
+    importance_button.click(
+        on_importance,
+        inputs=[sweep],
+        outputs=[message, importance_plot],
+        api_name="importance_chart",
     )
 
     def on_csv(*values: Any) -> list:

@@ -96,3 +96,22 @@ def test_trials_that_all_reached_one_value_or_an_unknown_sweep_are_refused_by_na
     code = cli.main(["runs", "--runs", str(tmp_path / "runs"), "--importance"])
     assert code == 2
     assert "give it with --sweep ID" in capsys.readouterr().err
+
+
+def test_the_compare_tabs_chart_draws_a_bar_per_parameter_largest_on_top(tmp_path):
+    from builder_ui.app import actions
+    from builder_ui.app.actions import compare as compare_actions
+
+    with RunStore(tmp_path / "runs") as store:
+        sweep = record_sweep(store, learning_rate_alone)
+    ctx = actions.AppContext(tmp_path / "runs", slots=["CPU"])
+    try:
+        figure = compare_actions.importance_chart(ctx, sweep)
+        with pytest.raises(actions.AppError, match="Choose a sweep in the Sweep filter first"):
+            compare_actions.importance_chart(ctx, "")
+    finally:
+        ctx.close()
+    (bars,) = figure.data
+    assert bars.orientation == "h"
+    assert list(bars.y) == ["model.encoder.units", "train.learning_rate"]  # drawn bottom up
+    assert bars.x[1] > 95 and math.isclose(sum(bars.x), 100.0, rel_tol=1e-9)

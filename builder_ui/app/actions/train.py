@@ -343,6 +343,7 @@ def queue_frame(ctx: AppContext):
     active = [job for job in jobs if job.state in ("queued", "running")]
     recent = [job for job in jobs if job.state not in ("queued", "running")][-RECENT_JOBS:]
     rows = []
+    recorded: dict[str, int] | None = None  # run id -> epochs in the store, read when needed
     for job in active + list(reversed(recent)):
         progress = ctx.jobs.board.get(job.run_id)
         record = None
@@ -354,6 +355,14 @@ def queue_frame(ctx: AppContext):
         history = progress.history if progress else []
         last = history[-1] if history else (progress.logs if progress else {})
         loss = last.get("loss") if last else None
+        # An ended run shows the epochs the store recorded (the one a cancel cut short is not
+        # one, though the page saw its logs), a training run the epoch it is in.
+        if record is not None and record.status not in ("queued", "running"):
+            if recorded is None:
+                recorded = ctx.store.epoch_counts()  # one query, for every ended row
+            epoch = recorded.get(job.run_id, 0)
+        else:
+            epoch = progress.epoch if progress else None
         rows.append(
             {
                 "id": job.run_id,
@@ -361,9 +370,7 @@ def queue_frame(ctx: AppContext):
                 "status": status,
                 "place": place,
                 "progress": f"{100 * (progress.fraction if progress else 0):.0f}%",
-                "epoch": f"{progress.epoch}/{progress.epochs}"
-                if progress and progress.epochs
-                else "",
+                "epoch": f"{epoch}/{progress.epochs}" if progress and progress.epochs else "",
                 "loss": f"{loss:.4g}" if isinstance(loss, float) and math.isfinite(loss) else "",
                 "metric": _main_metric(last or {}),
                 "device": (record.device if record else None)

@@ -508,11 +508,12 @@ def test_only_plain_stacks_open_as_graphs():
 
 
 def test_a_graph_too_large_for_the_memory_budget_is_refused_at_its_node(monkeypatch):
-    # 26,000 LSTM units: 2.7 billion weights, ~43 GB with Adam. The estimate counts them with
-    # the layers built symbolically, so the refusal comes before any weight exists.
+    # 8,000 LSTM units: 256 million weights (under the one-layer limit of 2**31), ~4 GB
+    # with Adam. The estimate counts them with the layers built symbolically, so the refusal
+    # comes before any weight exists.
     monkeypatch.setenv("KERAS_SEQ_MEMORY_BUDGET", "1GB")
     nodes = copy.deepcopy(STACK)
-    nodes[2]["params"]["units"] = 26_000
+    nodes[2]["params"]["units"] = 8_000
     with pytest.raises(SpecError) as caught:
         engine.preflight(document(nodes))  # what `engine.run` and the app's queue call first
     [(path, message)] = caught.value.problems

@@ -256,20 +256,19 @@ def export(
     record = finished_record(store, run_id)
     if format == "keras":
         path = artifact(store, run_id, MODEL_FILE)
-        return path if target is None else files.copy(path, target)
-    if store.read_only is None:
+    elif store.read_only is None:
         path = _export_to(_Place(store, run_id), record, format, batch_size)
-        return path if target is None else files.copy(path, target)
-    # A read-only store is read, never written: the export is made in a scratch folder.
-    if target is None:
+    elif target is None:
         raise ExportError(
             f"The run store {str(store.directory)!r} is read-only ({store.read_only}), so the "
             f"{format!r} export cannot be kept in run {run_id!r}'s folder: give out (--out) to "
             "write it elsewhere"
         )
-    with tempfile.TemporaryDirectory(prefix="keras-seq-export-") as scratch:
-        path = _export_to(_Place(store, run_id, Path(scratch)), record, format, batch_size)
-        return files.copy(path, target)
+    else:  # a read-only store is read, never written: the export is made in a scratch folder
+        with tempfile.TemporaryDirectory(prefix="keras-seq-export-") as scratch:
+            path = _export_to(_Place(store, run_id, Path(scratch)), record, format, batch_size)
+            return files.copy(path, target)
+    return path if target is None else files.copy(path, target)
 
 
 def _export_to(place: _Place, record, format: str, batch_size: int | None) -> Path:
@@ -415,14 +414,19 @@ def _export_savedmodel(place: _Place, record) -> Path:
             f"Run {record.id!r}: the model could not be exported as a SavedModel with the "
             f"{keras.backend.backend()} backend: {type(error).__name__}: {error}"
         ) from error
-    directory = place.path(SAVEDMODEL_DIR)
     with place.writing(SAVEDMODEL_ZIP) as zip_path:
-        base = zip_path.with_suffix("")
-        archive = shutil.make_archive(
-            str(base), "zip", root_dir=directory.parent, base_dir=SAVEDMODEL_DIR
-        )
-        os.replace(archive, zip_path)
-    return directory
+        zip_savedmodel(place.path(SAVEDMODEL_DIR), zip_path)
+    return place.path(SAVEDMODEL_DIR)
+
+
+def zip_savedmodel(directory: Path, zip_path: Path) -> Path:
+    """Zip the SavedModel `directory` as `zip_path`, its files under the directory's name
+    (`savedmodel/saved_model.pb`, ...): the download the app offers."""
+    archive = shutil.make_archive(
+        str(zip_path.with_suffix("")), "zip", root_dir=directory.parent, base_dir=directory.name
+    )
+    os.replace(archive, zip_path)
+    return zip_path
 
 
 def _has_tensorflow() -> bool:

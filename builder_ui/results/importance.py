@@ -21,6 +21,7 @@ fANOVA's forest needs, is a dependency of keras_seq.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from builder_ui.builders import load_spec, prepare, sweeps
@@ -64,8 +65,8 @@ def sweep_importance(store: RunStore, sweep_id: str) -> Importance:
 
     Raises:
         ImportError: Optuna is not installed.
-        ImportanceError: No such sweep, a sweep with fewer than two parameters' worth of
-            choices, or fewer than two finished trials with different values of the metric.
+        ImportanceError: No such sweep, a sweep that varies no parameter, or fewer than two
+            finished trials with different values of the metric.
     """
     document = store.sweep_spec(sweep_id)
     if document is None:
@@ -78,17 +79,8 @@ def sweep_importance(store: RunStore, sweep_id: str) -> Importance:
         )
     candidates = sweeps.trials(spec)
     metric = spec.sweep.metric or prepare(candidates[0].spec).monitor_metric
-    optuna = search.import_optuna()
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line
-    try:
-        return _importance(store, sweep_id, candidates, spec, metric, parameters)
-    finally:
-        optuna.logging.set_verbosity(verbosity)
-
-
-def _importance(store, sweep_id, candidates, spec, metric, parameters) -> Importance:
-    study = search.Search(spec.sweep, metric)
+    with _quiet(search.import_optuna()):  # the study is made without its "created" line
+        study = search.Search(spec.sweep, metric)
     records = [
         record
         for record in store.list_runs(sweep_id=sweep_id, history=True)
@@ -115,6 +107,17 @@ def _importance(store, sweep_id, candidates, spec, metric, parameters) -> Import
         len(completed),
         {path: float(share) for path, share in shares.items()},
     )
+
+
+@contextlib.contextmanager
+def _quiet(optuna):
+    """Optuna's log at warnings only while the block runs (its level is put back)."""
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
 
 
 __all__ = ["SEED", "Importance", "ImportanceError", "sweep_importance"]

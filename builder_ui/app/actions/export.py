@@ -127,9 +127,7 @@ def export_run(ctx: AppContext, run_id: str, fmt: str) -> Exported:
             )
         elif fmt == "savedmodel":  # a read-only store: made beside the download, then zipped
             saved = export.export(ctx.store, run_id, fmt, out=target.parent / export.SAVEDMODEL_DIR)
-            shutil.make_archive(
-                str(target.with_suffix("")), "zip", root_dir=saved.parent, base_dir=saved.name
-            )
+            export.zip_savedmodel(saved, target)
             shutil.rmtree(saved)
         else:
             export.export(ctx.store, run_id, fmt, out=target)

@@ -65,15 +65,33 @@ def metric_column(name: str) -> str:
 
 
 def flatten(spec: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """`{"model": {"units": 8}}` → `{"model.units": 8}`; lists stay whole values."""
+    """`{"model": {"units": 8}}` → `{"model.units": 8}`; other lists stay whole values.
+
+    A list of mappings with distinct ids (a graph's `model.nodes`) is flattened by each
+    item's id, as a sweep names its fields: the node `{"id": "encoder", "layer": "GRU",
+    "params": {"units": 8}}` gives `model.nodes.encoder.layer` and
+    `model.nodes.encoder.params.units`, so each block parameter is a column of its own.
+    """
     flat: dict[str, Any] = {}
     for key, value in spec.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping) and value:
             flat.update(flatten(value, prefix=f"{path}."))
+        elif _items_with_ids(value):
+            for item in value:
+                rest = {field: part for field, part in item.items() if field != "id"}
+                flat.update(flatten(rest, prefix=f"{path}.{item['id']}."))
         else:
             flat[path] = value
     return flat
+
+
+def _items_with_ids(value: Any) -> bool:
+    """A non-empty list of mappings, each with its own text `id` holding no dot."""
+    if not isinstance(value, list) or not value:
+        return False
+    ids = [item.get("id") if isinstance(item, Mapping) else None for item in value]
+    return all(isinstance(i, str) and i and "." not in i for i in ids) and len(set(ids)) == len(ids)
 
 
 def _comparable(value: Any) -> str:
@@ -307,21 +325,34 @@ def short_headers(columns: Sequence[str]) -> dict[str, str]:
     """Column → the shortest tail of its dotted path that no other column ends with.
 
     `model.encoder.units` → `units`, unless `model.decoder.units` is also there (then
-    `encoder.units` and `decoder.units`), so headers stay short and still unique.
+    `encoder.units` and `decoder.units`), so headers stay short and still unique. A graph
+    block's parameter is read without the `params` of its path:
+    `model.nodes.attention.params.num_heads` → `num_heads`, or `attention.num_heads`.
     """
+    shown = {column: _shown_parts(column) for column in columns}
     headers = {}
-    for column in columns:
-        parts = column.split(".")
+    for column, parts in shown.items():
         for size in range(1, len(parts) + 1):
-            tail = ".".join(parts[-size:])
-            if size == len(parts) or _ending(columns, tail) == [column]:
-                headers[column] = tail
+            tail = parts[-size:]
+            if _ending(shown.values(), tail) == 1:
+                headers[column] = ".".join(tail)
                 break
+        else:  # a block's field and a parameter of the same name: the whole path
+            headers[column] = column
     return headers
 
 
-def _ending(columns: Sequence[str], tail: str) -> list[str]:
-    return [other for other in columns if other == tail or other.endswith(f".{tail}")]
+def _shown_parts(column: str) -> list[str]:
+    """The parts of a column's path a header shows: a block parameter's without `params`."""
+    parts = column.split(".")
+    if len(parts) >= 5 and parts[:2] == ["model", "nodes"] and parts[3] == "params":
+        return [*parts[:3], *parts[4:]]
+    return parts
+
+
+def _ending(paths: Iterable[list[str]], tail: list[str]) -> int:
+    """How many of `paths` end with the parts `tail`."""
+    return sum(1 for parts in paths if parts[-len(tail) :] == tail)
 
 
 def sort_table(table, column: str, *, descending: bool = False):

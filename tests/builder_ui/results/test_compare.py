@@ -74,6 +74,72 @@ def test_flatten_gives_dotted_paths():
     }
 
 
+def test_flatten_gives_each_graph_block_field_by_the_blocks_id_as_a_sweep_names_it():
+    nodes = [
+        {"id": "tokens", "layer": "Input"},
+        {"id": "encoder", "layer": "GRU", "inputs": {"inputs": "tokens"}, "params": {"units": 8}},
+    ]
+    assert flatten({"model": {"type": "graph", "nodes": nodes}, "kernel": [3, 3]}) == {
+        "model.type": "graph",
+        "model.nodes.tokens.layer": "Input",
+        "model.nodes.encoder.layer": "GRU",
+        "model.nodes.encoder.inputs.inputs": "tokens",
+        "model.nodes.encoder.params.units": 8,
+        "kernel": [3, 3],  # a list of values, or of items without distinct ids, stays whole
+    }
+    twice = [{"id": "a", "layer": "Input"}, {"id": "a", "layer": "Dense"}]
+    assert flatten({"nodes": twice}) == {"nodes": twice}
+
+
+def test_graph_runs_differing_in_one_block_parameter_show_it_as_a_short_column(tmp_path):
+    def graph(units, heads):
+        return {
+            "version": 2,
+            "name": "graph",
+            "task": {"type": "long_lag", "lag": 6, "n": 300},
+            "model": {
+                "type": "graph",
+                "nodes": [
+                    {"id": "steps", "layer": "Input"},
+                    {
+                        "id": "encoder",
+                        "layer": "GRU",
+                        "inputs": {"inputs": "steps"},
+                        "params": {"units": units, "return_sequences": True},
+                    },
+                    {
+                        "id": "attention",
+                        "layer": "MultiHeadSelfAttention",
+                        "inputs": {"inputs": "encoder"},
+                        "params": {"num_heads": heads},
+                    },
+                ],
+            },
+            "train": {"epochs": 3, "learning_rate": 0.01},
+        }
+
+    with RunStore(tmp_path / "runs") as store:
+        ids = [
+            _finished_run(store, graph(8, 2), [0.5], accuracy=0.7),
+            _finished_run(store, graph(16, 2), [0.4], accuracy=0.8),
+        ]
+        table = compare(store, ids)
+    assert "model.nodes.encoder.params.units" in table.columns
+    assert list(table["model.nodes.encoder.params.units"]) == [8, 16]
+    assert not any(column.startswith("model.nodes.attention") for column in table.columns)
+    assert not any(str(value).startswith("[") for value in table.to_numpy().ravel())
+    assert short_headers(
+        ["model.nodes.encoder.params.units", "model.nodes.attention.params.units"]
+    ) == {
+        "model.nodes.encoder.params.units": "encoder.units",
+        "model.nodes.attention.params.units": "attention.units",
+    }
+    assert short_headers(["model.nodes.attention.params.num_heads", "train.learning_rate"]) == {
+        "model.nodes.attention.params.num_heads": "num_heads",
+        "train.learning_rate": "learning_rate",
+    }
+
+
 def test_table_has_one_row_per_run_and_only_the_fields_that_differ(store):
     table = compare(store, store.ids)
     assert list(table.columns) == [

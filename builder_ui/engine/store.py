@@ -1385,6 +1385,24 @@ class RunStore:
         )
         return int(total), int(ended)
 
+    def epoch_metrics(self) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+        """Run id -> its epochs' (epoch, metrics) in epoch order, for every run, in one query.
+
+        What Compare's best-epoch columns read for a thousand runs at once (`history` is a
+        query a run). An epoch whose metrics cannot be read is left out.
+        """
+        epochs: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for run_id, epoch, text in self._read(
+            "SELECT run_id, epoch, metrics FROM epochs ORDER BY run_id, epoch"
+        ):
+            try:
+                metrics = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(metrics, dict):
+                epochs.setdefault(run_id, []).append((epoch, metrics))
+        return epochs
+
     def epoch_counts(self) -> dict[str, int]:
         """Run id -> number of epochs recorded, for every run with at least one, in one query.
 

@@ -3,14 +3,18 @@
 `compare(store, run_ids)` gives one row per run with the columns
 
     id, name, status, sweep, <spec fields that differ>, <final metrics as val_*>,
-    epochs_run, epochs_planned, params, wall_time, examples_per_sec, device
+    <best_val_* and best_val_*_epoch>, epochs_run, epochs_planned, params, wall_time,
+    examples_per_sec, device
 
 where a spec field is a dotted path into the spec (`model.units`,
 `train.learning_rate`); fields equal in every run are left out, so the table
 shows exactly what the runs vary. The final metrics are measured on the
 validation split, so they are named as Keras names validation logs
 (`val_accuracy`, `val_loss`, `val_bleu`); `epochs_run` is the number of epochs
-recorded in the store and `epochs_planned` the spec's `train.epochs`.
+recorded in the store and `epochs_planned` the spec's `train.epochs`. For each
+validation metric the epochs logged, `best_val_loss` is its best value over them
+(lowest for a loss or an error, else highest) and `best_val_loss_epoch` the epoch
+of it.
 
 For a table too wide or too long to read, `default_columns` picks the columns
 worth showing, `short_headers` names them by the last part of their path,
@@ -32,6 +36,7 @@ from typing import Any
 
 from builder_ui import files
 from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.specs.sweep import metric_mode
 
 LEADING_COLUMNS = ("id", "name", "status", "sweep")
 EPOCH_COLUMNS = ("epochs_run", "epochs_planned")
@@ -49,6 +54,8 @@ CORE_COLUMNS = ("id", "★", "name", "status", "epochs_run", "params", "wall_tim
 # What the columns that are not spec paths hold, for a legend under the table.
 COLUMN_MEANINGS = {
     "val_*": "final metrics of the run on the validation split (after its last epoch)",
+    "best_val_*": "the best value of the metric over the run's epochs (lowest loss or error, "
+    "else highest); best_val_*_epoch: the epoch of it",
     "★": "starred",
     "epochs_run": "epochs recorded in the store",
     "epochs_planned": "the spec's train.epochs",
@@ -201,9 +208,49 @@ def compare(
             row[column] = getattr(record, column)
         rows.append(row)
     metrics = list(dict.fromkeys(metric_column(name) for name in metric_names))
+    bests = best_epochs(store.epoch_metrics() if records else {})
+    best_columns = []
+    for metric in dict.fromkeys(m for run in bests.values() for m in run):
+        best_columns += [best_column(metric), f"{best_column(metric)}_epoch"]
+    for row in rows:
+        for metric, (value, epoch) in bests.get(row["id"], {}).items():
+            row[best_column(metric)], row[f"{best_column(metric)}_epoch"] = value, epoch
     columns = [*LEADING_COLUMNS, *(ANNOTATION_COLUMNS if annotations else ()), *fields]
-    columns += [*metrics, *EPOCH_COLUMNS, *TRAILING_COLUMNS]
+    columns += [*metrics, *best_columns, *EPOCH_COLUMNS, *TRAILING_COLUMNS]
     return pd.DataFrame(rows, columns=columns)
+
+
+def best_column(metric: str) -> str:
+    """The column of a validation metric's best epoch value: `val_loss` → `best_val_loss`."""
+    return f"best_{metric}"
+
+
+def best_epochs(
+    epochs: Mapping[str, Sequence[tuple[int, Mapping[str, Any]]]],
+) -> dict[str, dict[str, tuple[float, int]]]:
+    """Run id -> validation metric -> (its best value over the epochs, the epoch of it).
+
+    Best by the metric's direction (`metric_mode`: lowest for a loss or an error, else
+    highest); the first epoch on a tie. Only finite numbers count, so a run that diverged
+    to NaN keeps the best epoch it had; a metric with no finite value has no entry.
+    """
+    bests: dict[str, dict[str, tuple[float, int]]] = {}
+    for run_id, rows in epochs.items():
+        run: dict[str, tuple[float, int]] = {}
+        for epoch, metrics in rows:
+            for metric, value in metrics.items():
+                if not metric.startswith("val_") or not _finite(value):
+                    continue
+                sign = 1.0 if metric_mode(metric) == "min" else -1.0
+                if metric not in run or sign * value < sign * run[metric][0]:
+                    run[metric] = (float(value), epoch)
+        if run:
+            bests[run_id] = run
+    return bests
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def cell_text(value: Any) -> str:
@@ -290,7 +337,8 @@ def _in_range(table, metric: str | None, low: float | None, high: float | None) 
 def default_columns(table, metric: str | None = None, *, share: float = 0.5) -> list[str]:
     """The columns worth reading by default, in table order.
 
-    `CORE_COLUMNS` and `metric`, then every other column whose values differ among
+    `CORE_COLUMNS`, `metric` and its best epoch's value and number, then every other
+    column (but the best epochs of the other metrics) whose values differ among
     the rows and that at least `share` of the rows fill; `epochs_planned` when some
     run recorded a different number of epochs than it planned; `tags` when some
     run has a tag. A table of runs of
@@ -298,8 +346,12 @@ def default_columns(table, metric: str | None = None, *, share: float = 0.5) -> 
     this leaves those out (they stay one pick away).
     """
     wanted = {*CORE_COLUMNS, metric}
+    if metric is not None:
+        wanted |= {best_column(metric), f"{best_column(metric)}_epoch"}
     chosen = []
     for column in table.columns:
+        if column.startswith("best_") and column not in wanted:
+            continue  # another metric's best: one pick away
         if column in wanted or _informative(table[column], len(table), share):
             chosen.append(column)
         elif column == "epochs_planned" and _epochs_differ(table):

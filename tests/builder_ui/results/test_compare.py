@@ -151,6 +151,8 @@ def test_table_has_one_row_per_run_and_only_the_fields_that_differ(store):
         "train.learning_rate",
         "val_accuracy",
         "val_loss",
+        "best_val_loss",
+        "best_val_loss_epoch",
         "epochs_run",
         "epochs_planned",
         "params",
@@ -167,6 +169,29 @@ def test_table_has_one_row_per_run_and_only_the_fields_that_differ(store):
     assert table["val_loss"].iloc[0] == 0.4 and math.isnan(table["val_loss"].iloc[2])  # inf
     assert list(table["params"]) == [100, 300, 100]
     assert set(table["status"]) == {"done"} and set(table["device"]) == {"CPU"}
+
+
+def test_best_epoch_columns_take_each_metrics_direction_and_skip_what_is_not_finite(store):
+    # The fixture's val_loss by epoch: [0.7, 0.5, 0.4], [0.69, 0.3, 0.2], [0.7, 0.9, inf].
+    table = compare(store, store.ids)
+    assert list(table["best_val_loss"]) == [0.4, 0.2, 0.7]
+    assert list(table["best_val_loss_epoch"]) == [3, 3, 1]
+    run_id = _finished_run(store, _spec(4, 0.5), [0.6, 0.5, 0.55, 0.5], accuracy=0.6)
+    for epoch, accuracy in enumerate([0.5, 0.75, 0.75, 0.6], start=1):  # a tie: the first
+        store.append_epoch(run_id, epoch + 4, {"val_accuracy": accuracy, "val_loss": 0.5})
+    row = compare(store, [run_id]).iloc[0]
+    assert (row["best_val_accuracy"], row["best_val_accuracy_epoch"]) == (0.75, 6)
+    assert (row["best_val_loss"], row["best_val_loss_epoch"]) == (0.5, 2)  # lowest, first
+    assert "best_loss" not in compare(store).columns  # the epochs' training loss: no column
+
+
+def test_the_default_columns_hold_the_chosen_metrics_best_and_not_the_others(store):
+    run_id = _finished_run(store, _spec(4, 0.5), [0.6], accuracy=0.6)
+    store.append_epoch(run_id, 2, {"val_accuracy": 0.7, "val_loss": 0.5})
+    table = compare(store)
+    shown = default_columns(table, "val_accuracy")
+    assert {"best_val_accuracy", "best_val_accuracy_epoch"} <= set(shown)
+    assert "best_val_loss" not in shown and "best_val_loss" in table.columns
 
 
 def test_filters_pick_the_runs(store):

@@ -280,7 +280,8 @@ def _legend(
     meanings = [
         f"`{column}`: {meaning}"
         for column, meaning in compare.COLUMN_MEANINGS.items()
-        if column in headers or (column == "val_*" and any(c.startswith("val_") for c in headers))
+        if column in headers
+        or (column.endswith("*") and any(c.startswith(column[:-1]) for c in headers))
     ]
     if meanings:
         lines.append(" · ".join(meanings) + ".")

@@ -1,30 +1,27 @@
 """The Compare tab: every run in the store, filtered and sorted; curves overlaid; BLEU by length.
 
-The table is `builder_ui.results.compare`'s (the spec fields that differ between the
-runs, the final validation metrics `val_*`, epochs run and planned, parameters,
-time, throughput, device), newest first, 200 runs a page. The text, status,
-sweep and metric-range filters combine. Clicking a header, or "Sort by", orders
-every run they keep (empty cells last either way) before the table is paged, so
-page 1 holds the best run of thousands; a second click on the header flips the
-order. (Gradio's Dataframe sorts in the browser and tells the server nothing, so
-the tab's script hands the click to the server through a hidden text box; the
-header menu's own sort still sorts only the page shown.) By default it shows the
-columns that differ among the runs shown and that most of them fill (runs of
-several model types have a field for every field of every type, mostly empty),
-under short headers that show their full path on hover (and in the legend
-below); id and name are pinned at the left when the table scrolls sideways; the
-column picker shows any other. Rows are compact, so 15 or more are in view at
-1400×900. It is read from the store, so
-it shows runs from earlier sessions and from the command line, and refreshes
-when a run ends, keeping its order. Clicking a row shows the run's whole spec,
-fills the run's name, tags and note for editing (with Star, Archive and Delete,
-which asks for a tick first), and adds its run to (or removes it from) the runs
-whose learning curves are overlaid. Archived runs are hidden unless "Show
-archived" is ticked; the tag menu keeps the runs of one tag. The charts are
-Plotly's (zoom, hover, click a legend entry to hide a series): learning curves of
-one or several metrics, parallel coordinates of the hyperparameters against the
-table's metric, and a scatter of any hyperparameter against any metric, over the
-runs the filters keep.
+The table is `builder_ui.results.compare`'s (the spec fields that differ between the runs,
+the final validation metrics `val_*`, epochs run and planned, parameters, time, throughput,
+device), newest first, 200 runs a page. The text, status, sweep and metric-range filters
+combine; the text filter acts as you type. Clicking a header, or "Sort by", orders every run
+they keep (empty cells last either way) before the table is paged, so page 1 holds the best
+run of thousands; a second click on the header flips the order. (Gradio's Dataframe sorts in
+the browser and tells the server nothing, so the tab's script hands the click to the server
+through a hidden text box; the header menu's own sort still sorts only the page shown.) By
+default it shows the columns that differ among the runs shown and that most of them fill
+(runs of several model types have a field for every field of every type, mostly empty),
+under short headers that show their full path on hover (and in the legend below); id and
+name are pinned at the left when the table scrolls sideways; the column picker shows any
+other. Rows are compact, so 15 or more are in view at 1400×900. It is read from the store,
+so it shows runs from earlier sessions and from the command line, and refreshes when a run
+ends, keeping its order. Clicking a row shows the run's whole spec, fills the run's name,
+tags and note for editing (with Star, Archive and Delete, which asks for a tick first), and
+adds its run to (or removes it from) the runs whose learning curves are overlaid. Archived
+runs are hidden unless "Show archived" is ticked; the tag menu keeps the runs of one tag.
+The charts are Plotly's (zoom, hover, click a legend entry to hide a series): learning
+curves of one or several metrics, parallel coordinates of the hyperparameters against the
+table's metric, and a scatter of any hyperparameter against any metric, over the runs the
+filters keep.
 
 Layout and wiring only: everything the tab does is in `builder_ui.app.actions`.
 """
@@ -119,6 +116,8 @@ if (!window.ksHeaderSort) {
 )
 
 SORT_ORDERS = ["descending", "ascending"]
+# The queue every refresh of the table waits in, one at a time (see `refresh_on`).
+REFRESH_QUEUE = "compare-table"
 
 
 def _sort_menu(view: actions.ResultsView) -> Any:
@@ -438,19 +437,41 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
     refresh_inputs = [query, statuses, runs, *filter_inputs[2:], page, picked, sort_by, sort_order]
     refresh_outputs = [table, message, runs, columns, table_metric, sweep, page, legend]
     refresh_outputs += [tag_filter, scatter_x, scatter_y, sort_by, header_paths]
-    refresh.click(on_refresh, refresh_inputs, refresh_outputs, api_name="results")
-    query.submit(on_refresh, refresh_inputs, refresh_outputs, api_name="filter_results")
-    statuses.input(on_refresh, refresh_inputs, refresh_outputs, api_name="filter_status")
-    sweep.input(on_refresh, refresh_inputs, refresh_outputs, api_name="filter_sweep")
-    table_metric.input(on_refresh, refresh_inputs, refresh_outputs, api_name="results_metric")
+
+    def refresh_on(event: Any, api_name: str, **options: Any) -> None:
+        """`event` refreshes the table. Every refresh is one queue (`concurrency_id`): they
+        run one at a time in the order they came, so the last one shown is the one made
+        with the filters as they are now (a status ticked, then the text typed at once,
+        must not end with the status's refresh, made with the text before)."""
+        event(
+            on_refresh,
+            refresh_inputs,
+            refresh_outputs,
+            api_name=api_name,
+            concurrency_id=REFRESH_QUEUE,
+            **options,
+        )
+
+    refresh_on(refresh.click, "results")
+    refresh_on(query.submit, "filter_results")
+    # As you type: while one refresh runs, the keys typed meanwhile make one more, with the
+    # text as it is then (`always_last`); an emptied box shows every run again. `change`,
+    # not `input`: Gradio sends no `input` for a box emptied by select-all and Backspace (no
+    # handler writes this box, so every change is the user's).
+    refresh_on(
+        query.change, "filter_results_live", trigger_mode="always_last", show_progress="hidden"
+    )
+    refresh_on(statuses.input, "filter_status")
+    refresh_on(sweep.input, "filter_sweep")
+    refresh_on(table_metric.input, "results_metric")
     for bound, name in ((metric_min, "metric_min"), (metric_max, "metric_max")):
-        bound.submit(on_refresh, refresh_inputs, refresh_outputs, api_name=f"results_{name}")
-        bound.blur(on_refresh, refresh_inputs, refresh_outputs, api_name=f"results_{name}_left")
-    page.input(on_refresh, refresh_inputs, refresh_outputs, api_name="results_page")
-    tag_filter.input(on_refresh, refresh_inputs, refresh_outputs, api_name="filter_tag")
-    show_archived.input(on_refresh, refresh_inputs, refresh_outputs, api_name="show_archived")
-    sort_by.input(on_refresh, refresh_inputs, refresh_outputs, api_name="results_sort")
-    sort_order.input(on_refresh, refresh_inputs, refresh_outputs, api_name="results_sort_order")
+        refresh_on(bound.submit, f"results_{name}")
+        refresh_on(bound.blur, f"results_{name}_left")
+    refresh_on(page.input, "results_page")
+    refresh_on(tag_filter.input, "filter_tag")
+    refresh_on(show_archived.input, "show_archived")
+    refresh_on(sort_by.input, "results_sort")
+    refresh_on(sort_order.input, "results_sort_order")
 
     def on_header_click(request: str, *values: Any) -> list:
         """A header clicked: sort every run by its column, ascending, or flip the order of the
@@ -475,14 +496,14 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         [header_click, *refresh_inputs],
         [sort_order, *refresh_outputs],
         api_name="results_header_sort",
+        concurrency_id=REFRESH_QUEUE,
     )
-    columns.input(lambda shown: list(shown or []) or None, [columns], [picked]).then(
-        on_refresh, refresh_inputs, refresh_outputs, api_name="results_columns"
+    refresh_on(
+        columns.input(lambda shown: list(shown or []) or None, [columns], [picked]).then,
+        "results_columns",
     )
-    default_button.click(lambda: None, None, [picked]).then(
-        on_refresh, refresh_inputs, refresh_outputs, api_name="default_columns"
-    )
-    tab.select(on_refresh, refresh_inputs, refresh_outputs, api_name="open_compare")
+    refresh_on(default_button.click(lambda: None, None, [picked]).then, "default_columns")
+    refresh_on(tab.select, "open_compare")
 
     # A refresh that follows an edit or a change in the store leaves the message alone, so
     # that what the user's own click said ("✗ Tags: …") is not cleared a moment later.
@@ -499,6 +520,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         quiet_outputs,
         api_name="store_changed",
         show_progress="hidden",
+        concurrency_id=REFRESH_QUEUE,
     )
 
     def curve_metrics(selected: list[str], current: list[str] | str) -> Any:
@@ -570,7 +592,13 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
             inputs=[chosen, *inputs],
             outputs=[message, *notes_outputs],
             api_name=f"run_{name}",
-        ).then(on_quiet_refresh, refresh_inputs, quiet_outputs, show_progress="hidden")
+        ).then(
+            on_quiet_refresh,
+            refresh_inputs,
+            quiet_outputs,
+            show_progress="hidden",
+            concurrency_id=REFRESH_QUEUE,
+        )
 
     # Picked in the menu: the curve metrics follow (a row click updates both at once, and a
     # refresh leaves them, so neither costs a second round trip).

@@ -64,13 +64,17 @@ def test_the_view_shows_the_differing_columns_under_short_headers_with_a_legend(
     ctx, ids = mixed
     view = results_view(ctx)
     assert len(view.columns) > 40  # every field of every model type is in the table
-    assert view.shown[0] == "id" and "val_accuracy" in view.shown and len(view.shown) <= 15
+    # At most 17 by default: the core columns, what differs, the metric with its best and when.
+    assert view.shown[0] == "id" and "val_accuracy" in view.shown and len(view.shown) <= 17
     assert "model.encoder.units" in view.columns and "model.encoder.units" not in view.shown
     headers = list(view.table.columns)
     assert "learning_rate" in headers and "train.learning_rate" not in headers
     assert "`learning_rate` = train.learning_rate" in view.legend
     assert "`epochs_run`: epochs recorded in the store" in view.legend
     assert "validation split" in view.legend
+    # The chosen metric's best epoch is shown, and what it means is said.
+    assert {"best_val_accuracy", "best_val_accuracy_epoch"} <= set(view.shown)
+    assert "`best_val_*`: the best value of the metric over the run's epochs" in view.legend
     assert view.metric == "val_accuracy"
     assert view.metrics[:3] == ["val_accuracy", "val_loss", "val_bleu"]
     assert view.sweeps == ["sw1"] and (view.page, view.pages, view.total) == (1, 1, 7)

@@ -104,3 +104,31 @@ def record_runs(store: RunStore, count: int, *, epochs: int = 2) -> list[str]:
         )
         for i in range(count)
     ]
+
+
+def record_failed_run(store: RunStore, model_type: str, error: Exception, depth: int = 30) -> str:
+    """A run of `model_type` that failed in its first epoch, recorded as the engine records
+    one: its error `Type: message`, and the traceback in its `traceback.txt` artifact (here a
+    real traceback `depth` calls deep); returns its id."""
+    import traceback
+
+    from builder_ui.engine.train import TRACEBACK_FILE
+
+    # Two functions in turn: Python folds a run of identical frames into one line.
+    def fail(level: int) -> None:
+        if level == 0:
+            raise error
+        fail_again(level - 1)
+
+    def fail_again(level: int) -> None:
+        fail(level)
+
+    run_id = store.create_run(full_spec(model_type), name="broken-run")
+    store.set_status(run_id, "running", backend="tensorflow", device="CPU")
+    try:
+        fail(depth)
+    except Exception:
+        with store.atomic_artifact(run_id, TRACEBACK_FILE) as path:
+            path.write_text(traceback.format_exc(), encoding="utf-8")
+    store.finish(run_id, "failed", error=f"{type(error).__name__}: {error}", wall_time=0.3)
+    return run_id

@@ -17,7 +17,7 @@ import pytest
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server, serving
 from tests.app.browser import needs_chromium
-from tests.app.compare_runs import record_run, record_runs
+from tests.app.compare_runs import record_failed_run, record_run, record_runs
 from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
 
 pytestmark = [pytest.mark.large, needs_chromium]
@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.large, needs_chromium]
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory) -> Iterator[tuple[Server, list[str]]]:
-    """A server over a run of each of three model types and a cancelled run of a sweep.
+    """A server over a run of each of three model types, a cancelled run of a sweep and a
+    failed run (its error and traceback recorded as the engine records them).
 
     Recorded, not trained: the tests view and compare them (Inspect's decoding, which needs
     a trained translator, is tested in test_app_inspect_images.py).
@@ -39,8 +40,9 @@ def mixed(tmp_path_factory) -> Iterator[tuple[Server, list[str]]]:
         spec = store.get(classifier).spec
         cancelled = store.create_run(spec, name="never-ran", sweep_id="sweep-b")
         store.set_status(cancelled, "cancelled")
+        failed = record_failed_run(store, "sequence_classifier", IndexError("no such step 7"))
     with serving(directory, "--no-warm-up") as running:  # it never trains
-        yield running, [classifier, translator, pointer, cancelled]
+        yield running, [classifier, translator, pointer, cancelled, failed]
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +129,7 @@ def filter_by(page, text: str) -> None:
 def test_typing_a_filter_keeps_the_table_and_combines_with_the_status(browser, mixed):
     from playwright.sync_api import expect
 
-    server, (classifier, translator, pointer, cancelled) = mixed
+    server, (classifier, translator, pointer, cancelled, _failed) = mixed
     page = open_compare(browser, server)
     expect(rows(page, pointer)).to_be_visible()
     filter_by(page, "seq2seq")
@@ -166,7 +168,7 @@ def test_typing_a_filter_keeps_the_table_and_combines_with_the_status(browser, m
 def test_three_model_types_give_a_short_readable_table_with_the_rest_one_pick_away(browser, mixed):
     from playwright.sync_api import expect
 
-    server, (_classifier, _translator, pointer, _cancelled) = mixed
+    server, (_classifier, _translator, pointer, _cancelled, failed) = mixed
     page = open_compare(browser, server)
     expect(rows(page, pointer)).to_be_visible()
     shown = headers(page)
@@ -203,8 +205,18 @@ def test_three_model_types_give_a_short_readable_table_with_the_rest_one_pick_aw
     rows(page, pointer).get_by_role("gridcell").first.click()
     expect(page.locator("#results-spec")).to_contain_text("pointer_network")
     expect(page.locator("#results-spec")).to_contain_text("learning_rate: 0.01")
+    expect(page.locator("#results-outcome")).to_contain_text("done")
     no_error_badges(page)
     screenshot(page, "compare-3-picked-column-and-spec")
+
+    # A failed run's row: why it failed, and the end of its traceback, one click away.
+    rows(page, failed).get_by_role("gridcell").first.click()
+    outcome = page.locator("#results-outcome")
+    expect(outcome).to_contain_text("failed")
+    expect(outcome).to_contain_text("IndexError: no such step 7")
+    expect(outcome).to_contain_text("in fail")  # the traceback's last frames
+    outcome.scroll_into_view_if_needed()
+    screenshot(page, "compare-3b-failed-run")
     page.context.close()
 
 
@@ -406,7 +418,7 @@ def test_fifteen_rows_are_in_view_at_1400_by_900_on_opening_the_tab(browser, tho
 def test_bleu_of_a_run_without_bleu_shows_a_message_and_the_csv_button_is_normal(browser, mixed):
     from playwright.sync_api import expect
 
-    server, (classifier, _translator, _pointer, _cancelled) = mixed
+    server, (classifier, _translator, _pointer, _cancelled, _failed) = mixed
     page = open_compare(browser, server)
     settled(page)  # the tab's opening refresh would replace a selection made during it
     rows(page, classifier).get_by_role("gridcell").first.click()

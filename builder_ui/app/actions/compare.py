@@ -32,6 +32,7 @@ from builder_ui.engine.store import (
     check_note,
     check_tag,
 )
+from builder_ui.engine.train import TRACEBACK_FILE
 from builder_ui.results import charts, compare, importance
 from builder_ui.results.inspection import translator
 
@@ -303,6 +304,54 @@ def parse_bound(text: str | None, field: str) -> float | None:
     if not math.isfinite(value):
         raise AppError(f"{field}: expected a number such as 0.9, got {str(text).strip()!r}.")
     return value
+
+
+# The last lines of a failed run's traceback shown under its row, read from at most this many
+# bytes at the end of the file (a traceback of a deep recursion can be megabytes).
+OUTCOME_LINES = 20
+OUTCOME_BYTES = 64 * 1024
+
+
+def run_outcome(ctx: AppContext, run_id: str) -> str:
+    """Markdown: how the run ended, with its error and the last lines of its traceback.
+
+    A run that ended otherwise than `done` says why (its recorded error: the exception of a
+    failed run, the reason a run diverged, was interrupted or pruned); a failed run also shows
+    the last `OUTCOME_LINES` lines of the traceback the engine kept (`traceback.txt`).
+    """
+    record = ctx.record(run_id)
+    parts = [f"Run `{record.id}` ({record.name}): **{record.status}**."]
+    if record.error:
+        parts.append(_fenced(record.error))
+    path = ctx.store.artifact_dir(record.id) / TRACEBACK_FILE
+    if record.status == "failed" and path.is_file():
+        parts.append(f"The last lines of its traceback (`{path}`):")
+        parts.append(_fenced(_tail(path, OUTCOME_LINES, OUTCOME_BYTES), "python"))
+    return "\n\n".join(parts)
+
+
+def _tail(path: Path, lines: int, most: int) -> str:
+    """The last `lines` lines of a text file, read from its last `most` bytes only."""
+    with path.open("rb") as file:
+        file.seek(0, 2)
+        size = file.tell()
+        file.seek(max(0, size - most))
+        text = file.read().decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _fenced(text: str, language: str = "text") -> str:
+    """`text` as a Markdown code block whose fence no run of backticks in it can close."""
+    fence = "`" * max(3, _longest_backticks(text) + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
+def _longest_backticks(text: str) -> int:
+    longest = current = 0
+    for character in text:
+        current = current + 1 if character == "`" else 0
+        longest = max(longest, current)
+    return longest
 
 
 def run_spec_yaml(ctx: AppContext, run_id: str) -> str:

@@ -14,14 +14,14 @@ under short headers that show their full path on hover (and in the legend below)
 name are pinned at the left when the table scrolls sideways; the column picker shows any
 other. Rows are compact, so 15 or more are in view at 1400×900. It is read from the store,
 so it shows runs from earlier sessions and from the command line, and refreshes when a run
-ends, keeping its order. Clicking a row shows the run's whole spec, fills the run's name,
-tags and note for editing (with Star, Archive and Delete, which asks for a tick first), and
-adds its run to (or removes it from) the runs whose learning curves are overlaid. Archived
-runs are hidden unless "Show archived" is ticked; the tag menu keeps the runs of one tag.
-The charts are Plotly's (zoom, hover, click a legend entry to hide a series): learning
-curves of one or several metrics, parallel coordinates of the hyperparameters against the
-table's metric, and a scatter of any hyperparameter against any metric, over the runs the
-filters keep.
+ends, keeping its order. Clicking a row shows how the run ended (a failed run's error and
+the last lines of its traceback) and its whole spec, fills the run's name, tags and note for
+editing (with Star, Archive and Delete, which asks for a tick first), and adds its run to
+(or removes it from) the runs whose learning curves are overlaid. Archived runs are hidden
+unless "Show archived" is ticked; the tag menu keeps the runs of one tag. The charts are
+Plotly's (zoom, hover, click a legend entry to hide a series): learning curves of one or
+several metrics, parallel coordinates of the hyperparameters against the table's metric, and
+a scatter of any hyperparameter against any metric, over the runs the filters keep.
 
 Layout and wiring only: everything the tab does is in `builder_ui.app.actions`.
 """
@@ -343,7 +343,8 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
                 value=False, label="Yes, delete this run and its files", elem_id="run-confirm"
             )
             delete_button = gr.Button("Delete", elem_id="run-delete", variant="stop")
-    with gr.Accordion("Spec of the clicked run", open=False) as spec_panel:
+    with gr.Accordion("The clicked run: how it ended, and its spec", open=False) as spec_panel:
+        outcome = gr.Markdown(elem_id="results-outcome")
         spec_code = gr.Code(language="yaml", interactive=False, elem_id="results-spec")
     with gr.Row(equal_height=True):
         runs = gr.Dropdown(
@@ -539,7 +540,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         row = getattr(event, "row_value", None) or []
         run_id = str(row[0]) if row else None  # `id` is always the first column shown
         if not run_id:
-            return [gr.skip()] * (5 + len(notes_outputs))
+            return [gr.skip()] * (6 + len(notes_outputs))
         selected = list(selected or [])
         if run_id in selected:
             selected.remove(run_id)
@@ -548,13 +549,15 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         try:
             spec = actions.run_spec_yaml(ctx, run_id)
             notes = compare_actions.run_notes(ctx, run_id)
+            ended = compare_actions.run_outcome(ctx, run_id)
         except actions.REFUSED as error:
-            spec, notes = f"# {error}", None
+            spec, notes, ended = f"# {error}", None, ""
         return [
             gr.update(choices=actions.run_choices(ctx), value=selected),
             curve_metrics(selected, current),
+            ended,
             spec,
-            gr.update(open=True, label=f"Spec of run {run_id}"),
+            gr.update(open=True, label=f"How run {run_id} ended, and its spec"),
             gr.update(open=True, label=f"Run {run_id}: name, tags, note"),
             *_notes_updates(notes),
         ]
@@ -562,7 +565,7 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
     table.select(
         on_select,
         inputs=[runs, metric],
-        outputs=[runs, metric, spec_code, spec_panel, notes_panel, *notes_outputs],
+        outputs=[runs, metric, outcome, spec_code, spec_panel, notes_panel, *notes_outputs],
         api_name="select_run",
     )
 

@@ -11,12 +11,14 @@ import yaml
 
 from builder_ui.app import actions
 from builder_ui.app.actions.compare import (
+    OUTCOME_LINES,
     ResultsFilters,
     parse_bound,
     results_view,
+    run_outcome,
     run_spec_yaml,
 )
-from tests.app.compare_runs import record_runs
+from tests.app.compare_runs import record_failed_run, record_runs
 
 
 @pytest.fixture
@@ -114,3 +116,24 @@ def test_a_metric_bound_that_is_not_a_number_is_named_with_what_was_typed():
         parse_bound("abc", "Metric at most")
     with pytest.raises(actions.AppError, match=r"got 'nan'"):
         parse_bound("nan", "Metric at least")
+
+
+def test_a_failed_runs_outcome_is_its_error_and_the_end_of_its_traceback(mixed):
+    ctx, _ = mixed
+    failed = record_failed_run(ctx.store, "sequence_classifier", IndexError("list ```index```"))
+    shown = run_outcome(ctx, failed)
+    assert "**failed**" in shown and "broken-run" in shown
+    # The error holds a run of three backticks: the fence around it is longer.
+    assert "````text\nIndexError: list ```index```\n````" in shown
+    traceback_lines = (ctx.store.artifact_dir(failed) / "traceback.txt").read_text().splitlines()
+    assert len(traceback_lines) > 3 * OUTCOME_LINES  # 30 calls deep: most of it is left out
+    block = shown.split("```python\n", 1)[1].rsplit("\n```", 1)[0]
+    assert block.splitlines() == traceback_lines[-OUTCOME_LINES:]
+    assert traceback_lines[-1] == "IndexError: list ```index```"
+
+
+def test_a_finished_runs_outcome_says_so_and_shows_no_traceback(mixed):
+    ctx, ids = mixed
+    assert run_outcome(ctx, ids[0]) == f"Run `{ids[0]}` (tiny-gru): **done**."
+    with pytest.raises(actions.AppError, match="nope"):
+        run_outcome(ctx, "261206-000000-nope")

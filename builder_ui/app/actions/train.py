@@ -349,6 +349,8 @@ def queue_frame(ctx: AppContext):
         record = None
         with contextlib.suppress(RunNotFoundError):
             record = ctx.store.get(job.run_id, history=False)
+        if record is None and job not in active:
+            continue  # deleted (in Compare, or with `keras-seq runs --delete`): gone here too
         status = record.status if record is not None else job.state
         position = ctx.jobs.position(job.run_id)
         place = f"waiting #{position + 1}" if position is not None else (job.slot or "")

@@ -22,6 +22,7 @@ import yaml
 
 from builder_ui import builders
 from builder_ui.app import actions, forms, uploads
+from builder_ui.app.actions import compare as compare_actions
 from builder_ui.builders import load_spec, presets
 from builder_ui.engine import artifacts
 from builder_ui.specs import ModelParams, SpecError, StrictModel
@@ -333,6 +334,15 @@ def ctx(tmp_path):
 def stored(ctx: actions.AppContext) -> list[Path]:
     root = ctx.uploads_root
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def test_a_run_deleted_in_compare_leaves_the_queue_and_the_others_stay(ctx):
+    first = actions.queue_spec(ctx, text_of(tiny_classifier("first"))).run_ids[0]
+    second = actions.queue_spec(ctx, text_of(tiny_classifier("second"))).run_ids[0]
+    assert ctx.jobs.wait([first, second], timeout=WAIT_S)
+    assert list(actions.queue_frame(ctx)["id"]) == [second, first]  # the newest first
+    compare_actions.delete_run(ctx, first, confirmed=True)
+    assert list(actions.queue_frame(ctx)["id"]) == [second]
 
 
 def test_a_labelled_numeric_csv_is_previewed_and_kept_for_the_runs(ctx, tmp_path):

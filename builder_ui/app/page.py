@@ -36,6 +36,7 @@ import gradio as gr
 from builder_ui.app import actions, serving, uploads
 from builder_ui.app.tabs.about import about_tab
 from builder_ui.app.tabs.build import build_tab
+from builder_ui.app.tabs.compare import LEAVE_JS as LEAVE_COMPARE_JS
 from builder_ui.app.tabs.compare import compare_tab
 from builder_ui.app.tabs.export import export_tab
 from builder_ui.app.tabs.inspect import inspect_tab
@@ -84,13 +85,13 @@ def build_app(
             f"Runs are kept in `{ctx.runs_dir}` (SQLite, shared with `keras-seq runs`).",
             elem_id="runs-dir",
         )
-        with gr.Tabs(elem_id="tabs"):
-            with gr.Tab("Build", id="build", elem_id="tab-build"):
+        with gr.Tabs(elem_id="tabs") as tabs:
+            with gr.Tab("Build", id="build", elem_id="tab-build") as build_page:
                 build = build_tab(ctx, app)
-            with gr.Tab("Train", id="train", elem_id="tab-train"):
+            with gr.Tab("Train", id="train", elem_id="tab-train") as train_page:
                 train = train_tab(ctx, build.code, app)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare:
-                compare_tab(ctx, train.store_version, compare)
+                compare_tab(ctx, train.store_version, compare, app, tabs)
             with gr.Tab("Inspect", id="inspect", elem_id="tab-inspect") as inspect:
                 inspect_tab(ctx, inspect)
             with gr.Tab("Export", id="export", elem_id="tab-export") as export:
@@ -99,6 +100,9 @@ def build_app(
                 lab_tab(ctx, lab)
             with gr.Tab("About", id="about", elem_id="tab-about") as about:
                 about_tab(about)
+        # Another tab chosen: a reload opens the page's first tab, not Compare's view.
+        for other in (build_page, train_page, inspect, export, lab, about):
+            other.select(None, None, None, js=LEAVE_COMPARE_JS)
     app.queue(default_concurrency_limit=CONCURRENCY)
     app.keras_seq_context = ctx
     return app

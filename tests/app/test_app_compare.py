@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -162,6 +163,41 @@ def test_typing_a_filter_keeps_the_table_and_combines_with_the_status(browser, m
     expect(rows(page, translator)).to_be_visible()
     expect(box).to_have_value("seq2")  # no key lost to the refreshes it made
     screenshot(page, "compare-1b-live-filter")
+    page.context.close()
+
+
+def test_the_view_is_in_the_url_so_a_reload_or_a_shared_link_shows_it(browser, mixed):
+    from playwright.sync_api import expect
+
+    server, (classifier, translator, pointer, _cancelled, failed) = mixed
+    page = open_compare(browser, server)
+    filter_by(page, "tiny")
+    page.locator("#results-status").get_by_label("done").check()
+    page.locator("#results-sort-order input").click()
+    page.get_by_role("option", name="ascending", exact=True).click()
+    expect(page).to_have_url(re.compile(r"[?&]order=ascending"))
+    query = dict(parse_qsl(urlsplit(page.url).query))
+    assert (query["open"], query["q"], query["status"]) == ("compare", "tiny", "done"), query
+
+    page.reload()  # the Build tab is the page's first: the link opens Compare with its view
+    expect(page.get_by_role("tab", name="Compare")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#results-filter textarea")).to_have_value("tiny")
+    expect(page.locator("#results-status").get_by_label("done")).to_be_checked()
+    expect(rows(page, pointer)).to_be_visible()
+    expect(rows(page, failed)).to_have_count(0)  # failed, and not "tiny"
+    screenshot(page, "compare-0-reloaded-view")
+
+    # A link written by hand, shared with a second tab: what does not fit is dropped.
+    second = page.context.new_page()
+    second.goto(f"{server.url}?open=compare&q=seq2seq&status=done,bogus&runs_page=oops&order=up")
+    expect(second.locator("#results-filter textarea")).to_have_value("seq2seq")
+    expect(rows(second, translator)).to_be_visible()
+    expect(rows(second, classifier)).to_have_count(0)
+    no_error_badges(second)
+
+    # Another tab chosen: a reload opens the first tab, not Compare.
+    page.get_by_role("tab", name="Train").click()
+    expect(page).not_to_have_url(re.compile(r"open=compare"))
     page.context.close()
 
 

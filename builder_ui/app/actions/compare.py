@@ -624,3 +624,104 @@ def results_csv(
     )
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return compare.to_csv(table, ctx.download_path(f"keras-seq-runs-{stamp}.csv"))
+
+
+# --- The view in the page's URL -----------------------------------------------------------
+
+# The Compare view's query parameters, in the order a link shows them. `open=compare` opens
+# the tab; the others are the filters, the sort, the page and the columns picked. Not
+# `page`: Gradio reads that one itself (a page of a multipage app).
+VIEW_KEYS = ("open", "q", "status", "sweep", "metric", "min", "max", "tag", "archived")
+VIEW_KEYS += ("sort", "order", "runs_page", "cols")
+# What a link may hold, so that a long or odd one is cut down rather than acted on: the
+# text of one field, the number of columns, the page.
+MAX_VIEW_TEXT = 200
+MAX_VIEW_COLUMNS = 100
+MAX_VIEW_PAGE = 1_000_000
+SORT_ORDERS = ("descending", "ascending")
+
+
+@dataclass(frozen=True)
+class CompareView:
+    """The Compare tab's controls as a link gives them (every field checked; see `view_of`)."""
+
+    text: str = ""
+    statuses: tuple[str, ...] = ()
+    sweep: str = ""
+    metric: str | None = None
+    low: str = ""
+    high: str = ""
+    tag: str = ""
+    archived: bool = False
+    sort_by: str = ""
+    order: str = "descending"
+    page: int = 1
+    columns: tuple[str, ...] | None = None
+
+
+def view_of(params: Any) -> CompareView | None:
+    """The view a page's query parameters ask for, or None without `open=compare`.
+
+    The parameters come from whoever wrote the link, so each is checked and what does not
+    fit is dropped (a status that is not one, an order that is neither, a page out of range)
+    or cut to `MAX_VIEW_TEXT` characters; the filters then act on it as on typed text (a
+    metric bound that is not a number is named in the tab's message).
+    """
+
+    def text(key: str) -> str:
+        value = params.get(key)
+        return str(value)[:MAX_VIEW_TEXT].strip() if value is not None else ""
+
+    if text("open") != "compare":
+        return None
+    listed = [part.strip() for part in text("status").split(",")]
+    statuses = tuple(status for status in STATUSES if status in listed)
+    metric = text("metric")
+    order = text("order")
+    try:
+        page = min(max(int(text("runs_page") or 1), 1), MAX_VIEW_PAGE)
+    except ValueError:
+        page = 1
+    raw_columns = params.get("cols")
+    columns = None
+    if raw_columns:
+        named = [part.strip() for part in str(raw_columns).split(",") if part.strip()]
+        columns = tuple(part[:MAX_VIEW_TEXT] for part in named[:MAX_VIEW_COLUMNS]) or None
+    return CompareView(
+        text=text("q"),
+        statuses=statuses,
+        sweep=text("sweep"),
+        metric=metric if metric.startswith("val_") else None,
+        low=text("min"),
+        high=text("max"),
+        tag=text("tag"),
+        archived=text("archived") in ("1", "true"),
+        sort_by=text("sort"),
+        order=order if order in SORT_ORDERS else "descending",
+        page=page,
+        columns=columns,
+    )
+
+
+def view_query(view: CompareView) -> dict[str, str | None]:
+    """The query parameters of `view`: each of `VIEW_KEYS`, None for one to leave out.
+
+    What the page writes into its URL after each refresh (the defaults left out, so a link
+    is as short as the view allows), and `view_of` reads back.
+    """
+    values = {
+        "open": "compare",
+        "q": view.text,
+        "status": ",".join(view.statuses),
+        "sweep": view.sweep,
+        "metric": view.metric or "",
+        "min": view.low,
+        "max": view.high,
+        "tag": view.tag,
+        "archived": "1" if view.archived else "",
+        "sort": view.sort_by,
+        "order": view.order if view.order != "descending" else "",
+        "runs_page": str(view.page) if view.page != 1 else "",
+        "cols": ",".join(view.columns or ()),
+    }
+    return {key: values[key] or None for key in VIEW_KEYS}

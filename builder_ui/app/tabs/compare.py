@@ -57,6 +57,7 @@ TABLE_CSS = """
 }
 #results-table thead th { cursor: pointer; }
 #results-header-click { display: none; }
+#results-url-view { display: none; }
 """
 
 # Runs in the browser once the tab is drawn: adds TABLE_CSS, and sets each header's
@@ -115,7 +116,34 @@ if (!window.ksHeaderSort) {
 """
 )
 
-SORT_ORDERS = ["descending", "ascending"]
+SORT_ORDERS = list(compare_actions.SORT_ORDERS)
+# Writes the view's query parameters (`actions.compare.view_query`, as JSON: null removes
+# one) into the page's URL without reloading it, so that a reload or a copied link shows the
+# same view (`on_load` reads them back).
+URL_JS = """
+(text) => {
+    if (!text) return;
+    window.kerasSeqCompareView = true;
+    const url = new URL(window.location.href);
+    for (const [key, value] of Object.entries(JSON.parse(text))) {
+        if (value === null) url.searchParams.delete(key);
+        else url.searchParams.set(key, value);
+    }
+    window.history.replaceState(window.history.state, "", url);
+}
+"""
+# Another tab chosen: the URL no longer opens Compare (the page wires it to the other tabs).
+# Not before Compare has written a view: the first tab's select, as the page starts, would
+# remove a link's view before the page's load reads it.
+LEAVE_JS = """
+() => {
+    if (!window.kerasSeqCompareView) return;
+    const url = new URL(window.location.href);
+    if (url.searchParams.get("open") !== "compare") return;
+    url.searchParams.delete("open");
+    window.history.replaceState(window.history.state, "", url);
+}
+"""
 # The queue every refresh of the table waits in, one at a time (see `refresh_on`).
 REFRESH_QUEUE = "compare-table"
 
@@ -205,8 +233,18 @@ def _notes_updates(notes: compare_actions.RunNotes | None) -> list:
     ]
 
 
-def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -> None:
-    """Lay out the Compare tab and wire its events."""
+def compare_tab(
+    ctx: actions.AppContext,
+    store_version: gr.State,
+    tab: gr.Tab,
+    root: gr.Blocks,
+    tabs: gr.Tabs,
+) -> None:
+    """Lay out the Compare tab and wire its events.
+
+    `root` is the page (its load reads a view from the URL) and `tabs` the tab bar (a link
+    with a view opens this tab); the page has its other tabs run `LEAVE_JS`.
+    """
     first = actions.results_view(ctx)
     with gr.Row(equal_height=True):
         query = gr.Textbox(
@@ -289,6 +327,8 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
     )
     # Hidden: TABLE_JS writes the clicked header's column here (see `on_header_click`).
     header_click = gr.Textbox(elem_id="results-header-click", show_label=False, container=False)
+    # Hidden: each refresh writes the view's query parameters here, and URL_JS into the URL.
+    url_view = gr.Textbox(elem_id="results-url-view", show_label=False, container=False)
     with gr.Row(equal_height=False):
         page = gr.Number(
             value=1,
@@ -424,11 +464,26 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
         except actions.REFUSED as error:
             return [gr.skip(), f"✗ {error}"] + [gr.skip()] * (len(refresh_outputs) - 2)
         table_update, *control_updates = _view_updates(view)
+        shown = compare_actions.CompareView(
+            text=filters.query,
+            statuses=tuple(filters.statuses),
+            sweep=filters.sweep or "",
+            metric=view.metric,
+            low=filter_values[3] or "",
+            high=filter_values[4] or "",
+            tag=filters.tag or "",
+            archived=filters.show_archived,
+            sort_by=view.sort_by or "",
+            order=order or "descending",
+            page=view.page,
+            columns=tuple(columns_picked) if columns_picked else None,
+        )
         return [
             table_update,
             "",
             runs_after_refresh(actions.run_choices(ctx), selected),
             *control_updates,
+            json.dumps(compare_actions.view_query(shown)),
         ]
 
     # The first three inputs and outputs are those `/results` had before the other filters
@@ -437,7 +492,8 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
     filter_inputs += [tag_filter, show_archived]
     refresh_inputs = [query, statuses, runs, *filter_inputs[2:], page, picked, sort_by, sort_order]
     refresh_outputs = [table, message, runs, columns, table_metric, sweep, page, legend]
-    refresh_outputs += [tag_filter, scatter_x, scatter_y, sort_by, header_paths]
+    refresh_outputs += [tag_filter, scatter_x, scatter_y, sort_by, header_paths, url_view]
+    url_view.change(None, [url_view], None, js=URL_JS)
 
     def refresh_on(event: Any, api_name: str, **options: Any) -> None:
         """`event` refreshes the table. Every refresh is one queue (`concurrency_id`): they
@@ -505,15 +561,43 @@ def compare_tab(ctx: actions.AppContext, store_version: gr.State, tab: gr.Tab) -
     )
     refresh_on(default_button.click(lambda: None, None, [picked]).then, "default_columns")
     refresh_on(tab.select, "open_compare")
+    # A link with a view (`?open=compare&q=lstm&sort=val_loss…`, which each refresh writes
+    # into the URL): the tab opens with those filters, sort, page and columns.
+    load_controls = [query, statuses, metric_min, metric_max, show_archived, sort_order, picked]
+
+    def on_load(request: gr.Request) -> list:
+        view = compare_actions.view_of(dict(request.query_params) if request else {})
+        if view is None:
+            return [gr.skip()] * (1 + len(load_controls) + len(refresh_outputs))
+        values = [view.text, list(view.statuses), [], view.sweep, view.metric, view.low]
+        values += [view.high, view.tag, view.archived, view.page, view.columns, view.sort_by]
+        updates = on_refresh(*values, view.order)
+        # The refresh sets the sweep's and tag's choices; the link sets their values too.
+        for control, value in ((sweep, view.sweep), (tag_filter, view.tag)):
+            index = refresh_outputs.index(control)
+            if isinstance(updates[index], dict):
+                updates[index] = {**updates[index], "value": value or ""}
+        controls = [view.text, list(view.statuses), view.low, view.high, view.archived]
+        controls += [view.order, view.columns]
+        return [gr.Tabs(selected="compare"), *controls, *updates]
+
+    root.load(
+        on_load,
+        None,
+        [tabs, *load_controls, *refresh_outputs],
+        api_name="open_compare_view",
+        concurrency_id=REFRESH_QUEUE,
+    )
 
     # A refresh that follows an edit or a change in the store leaves the message alone, so
     # that what the user's own click said ("✗ Tags: …") is not cleared a moment later.
-    quiet_outputs = [output for output in refresh_outputs if output is not message]
+    # Nor does it touch the URL: it may come while another tab is shown.
+    quiet_outputs = [output for output in refresh_outputs if output not in (message, url_view)]
 
     def on_quiet_refresh(*values: Any) -> list:
         updates = on_refresh(*values)
         pairs = zip(refresh_outputs, updates, strict=True)
-        return [update for output, update in pairs if output is not message]
+        return [update for output, update in pairs if output not in (message, url_view)]
 
     store_version.change(
         on_quiet_refresh,

@@ -11,12 +11,16 @@ import yaml
 
 from builder_ui.app import actions
 from builder_ui.app.actions.compare import (
+    MAX_VIEW_TEXT,
     OUTCOME_LINES,
+    CompareView,
     ResultsFilters,
     parse_bound,
     results_view,
     run_outcome,
     run_spec_yaml,
+    view_of,
+    view_query,
 )
 from tests.app.compare_runs import record_failed_run, record_runs
 
@@ -137,3 +141,47 @@ def test_a_finished_runs_outcome_says_so_and_shows_no_traceback(mixed):
     assert run_outcome(ctx, ids[0]) == f"Run `{ids[0]}` (tiny-gru): **done**."
     with pytest.raises(actions.AppError, match="nope"):
         run_outcome(ctx, "261206-000000-nope")
+
+
+def test_a_view_written_into_a_link_reads_back_the_same():
+    view = CompareView(
+        text="lstm",
+        statuses=("done", "failed"),
+        sweep="sw1",
+        metric="val_bleu",
+        low="0.5",
+        high="",
+        tag="best",
+        archived=True,
+        sort_by="val_loss",
+        order="ascending",
+        page=3,
+        columns=("id", "model.nodes.encoder.params.units"),
+    )
+    link = {key: value for key, value in view_query(view).items() if value is not None}
+    assert link["open"] == "compare" and "max" not in link  # the defaults are left out
+    assert view_of(link) == view
+    assert view_query(CompareView()) == {
+        **dict.fromkeys(view_query(view), None),
+        "open": "compare",
+    }
+
+
+def test_a_link_is_checked_field_by_field_and_what_does_not_fit_is_dropped():
+    assert view_of({}) is None and view_of({"q": "lstm"}) is None  # no open=compare: no view
+    odd = view_of(
+        {
+            "open": "compare",
+            "q": "x" * 10_000,
+            "status": "done,<script>,failed",
+            "metric": "loss; DROP TABLE runs",
+            "order": "sideways",
+            "runs_page": "99999999999",
+            "cols": ",".join(f"c{i}" for i in range(500)),
+        }
+    )
+    assert odd.text == "x" * MAX_VIEW_TEXT
+    assert odd.statuses == ("done", "failed")
+    assert odd.metric is None and odd.order == "descending"
+    assert odd.page == 1_000_000 and len(odd.columns) == 100
+    assert view_of({"open": "compare", "runs_page": "two"}).page == 1

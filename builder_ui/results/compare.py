@@ -507,3 +507,81 @@ def to_csv(table, path: str | os.PathLike) -> Path:
     with files.atomic_path(path) as temp:
         table.to_csv(temp, index=False)
     return path
+
+
+def _graph(spec: Mapping[str, Any]) -> tuple[set[str], set[str]] | None:
+    """A graph spec's block ids and edges (`source → block`), or None for a short form."""
+    nodes = spec.get("model", {}).get("nodes")
+    if not _items_with_ids(nodes):
+        return None
+    blocks, edges = set(), set()
+    for node in nodes:
+        blocks.add(node["id"])
+        for sources in (node.get("inputs") or {}).values():
+            for source in [sources] if isinstance(sources, str) else list(sources or []):
+                edges.add(f"{source} → {node['id']}")
+    return blocks, edges
+
+
+def _changes(base: set[str], other: set[str]) -> str:
+    """`+added, −removed` of `other` against `base`; `=` when they are the same."""
+    parts = [f"+{item}" for item in sorted(other - base)]
+    parts += [f"−{item}" for item in sorted(base - other)]
+    return ", ".join(parts) or "="
+
+
+def _count(items: set[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def differences(store: RunStore, run_ids: Sequence[str]):
+    """Two or more runs side by side: only what differs, and metric deltas against the first.
+
+    A pandas DataFrame with a `field` column and one column per run (`id (name)`), the first
+    run being the baseline. Its rows:
+
+    - for graphs, `blocks` and `edges`: each run's blocks and edges added (`+`) and removed
+      (`−`) against the baseline's (`=` for none), the baseline's own count;
+    - each final metric, and under it `Δ metric` (the run's value minus the baseline's);
+    - every spec field whose value is not the same in all of them (`differing_fields`, a
+      graph's block parameters and edges included), `—` where a run has no such field.
+
+    Raises:
+        ValueError: fewer than two runs; KeyError: a run that is not in the store.
+    """
+    # pandas loads when a table is made, not on import.
+    import pandas as pd
+
+    run_ids = list(dict.fromkeys(run_ids))
+    if len(run_ids) < 2:
+        raise ValueError(f"Pick two or more runs to see what differs, got {len(run_ids)}.")
+    records = select(store, run_ids)
+    labels = [f"{record.id} ({record.name})" for record in records]
+    rows: list[dict[str, Any]] = []
+
+    def row(field: str, values: Iterable[Any]) -> None:
+        rows.append({"field": field, **dict(zip(labels, values, strict=True))})
+
+    graphs = [_graph(record.spec) for record in records]
+    if all(graph is not None for graph in graphs):
+        (base_blocks, base_edges), *others = graphs
+        row(
+            "blocks", [_count(base_blocks, "block"), *(_changes(base_blocks, b) for b, _ in others)]
+        )
+        row("edges", [_count(base_edges, "edge"), *(_changes(base_edges, e) for _, e in others)])
+    metrics = dict.fromkeys(metric_column(name) for record in records for name in record.metrics)
+    for column in metrics:  # `loss` and `val_loss` share a column, as in `compare`
+        values = [
+            next((v for n, v in record.metrics.items() if metric_column(n) == column), None)
+            for record in records
+        ]
+        row(column, [value if _finite(value) else "—" for value in values])
+        base = values[0]
+        row(
+            f"Δ {column}",
+            [value - base if _finite(value) and _finite(base) else "—" for value in values],
+        )
+    flats = [flatten(record.spec) for record in records]
+    for path in differing_fields(records):
+        row(path, [cell_text(_cell(flat[path])) if path in flat else "—" for flat in flats])
+    return pd.DataFrame(rows, columns=["field", *labels])

@@ -253,6 +253,16 @@ def test_three_model_types_give_a_short_readable_table_with_the_rest_one_pick_aw
     expect(outcome).to_contain_text("in fail")  # the traceback's last frames
     outcome.scroll_into_view_if_needed()
     screenshot(page, "compare-3b-failed-run")
+
+    # Both clicked rows are picked: what differs between them, against the first picked.
+    page.locator("#diff-button").click()
+    diff = page.locator("#compare-diff")
+    expect(diff).to_contain_text("Δ val_accuracy")
+    expect(diff.get_by_role("row").filter(has_text="model.type")).to_contain_text(
+        "sequence_classifier"
+    )
+    diff.scroll_into_view_if_needed()
+    screenshot(page, "compare-3c-differences")
     page.context.close()
 
 

@@ -354,6 +354,18 @@ def _longest_backticks(text: str) -> int:
     return longest
 
 
+def differences(ctx: AppContext, run_ids: Sequence[str] | None):
+    """`results.compare.differences` of the runs picked, the first the baseline (a DataFrame).
+
+    Raises:
+        AppError: fewer than two runs picked, or one that is not in the store (named).
+    """
+    try:
+        return compare.differences(ctx.store, list(run_ids or []))
+    except (KeyError, ValueError) as error:
+        raise _app_error(error) from None
+
+
 def run_spec_yaml(ctx: AppContext, run_id: str) -> str:
     """The whole spec a run was trained from, as YAML."""
     record = ctx.record(run_id)

@@ -405,6 +405,14 @@ def compare_tab(
             scale=2,
         )
         plot_button = gr.Button("Overlay learning curves", elem_id="compare-plot-button")
+        diff_button = gr.Button("What differs (against the first picked)", elem_id="diff-button")
+    diff_table = gr.Dataframe(
+        interactive=False,
+        wrap=True,
+        label="What differs between the runs picked; Δ: minus the first run's value",
+        elem_id="compare-diff",
+        visible=False,
+    )
     curves = gr.Plot(label="Learning curves", elem_id="compare-plot")
     with gr.Row(equal_height=True):
         hparams_button = gr.Button(
@@ -699,6 +707,17 @@ def compare_tab(
 
     plot_button.click(
         on_plot, inputs=[runs, metric], outputs=[message, curves], api_name="compare_curves"
+    )
+
+    def on_diff(selected: list[str]) -> list:
+        try:
+            frame = compare_actions.differences(ctx, selected)
+        except actions.REFUSED as error:
+            return [f"✗ {error}", gr.update(visible=False)]
+        return ["", gr.update(value=frame, visible=True)]
+
+    diff_button.click(
+        on_diff, inputs=[runs], outputs=[message, diff_table], api_name="compare_differences"
     )
 
     def on_bleu(selected: list[str]) -> list:

@@ -11,6 +11,7 @@ from builder_ui.engine.store import RunStore
 from builder_ui.results.compare import (
     compare,
     default_columns,
+    differences,
     differing_fields,
     filter_table,
     flatten,
@@ -138,6 +139,54 @@ def test_graph_runs_differing_in_one_block_parameter_show_it_as_a_short_column(t
         "model.nodes.attention.params.num_heads": "num_heads",
         "train.learning_rate": "learning_rate",
     }
+
+
+def test_differences_show_what_differs_and_metric_deltas_against_the_first_run(store):
+    first, second, third = store.ids  # units 8, 16, 16; learning rate 0.01, 0.01, 0.1
+    table = differences(store, [second, first, third])
+    assert list(table.columns)[1:] == [
+        f"{run} (cmp)" for run in (second, first, third)
+    ]  # the baseline first, as picked
+    by_field = table.set_index("field")
+    assert list(by_field.loc["model.encoder.units"]) == ["16", "8", "16"]
+    assert list(by_field.loc["train.learning_rate"]) == ["0.01", "0.01", "0.1"]
+    assert "task.lag" not in by_field.index  # the same in all three
+    deltas = list(by_field.loc["Δ val_accuracy"])  # accuracies 0.9, 0.8, 0.5
+    assert deltas[0] == 0 and deltas[1] == pytest.approx(-0.1) and deltas[2] == pytest.approx(-0.4)
+    assert by_field.loc["val_loss"].iloc[2] == "—"  # the third diverged to inf
+    assert by_field.loc["Δ val_loss"].iloc[2] == "—"
+    with pytest.raises(ValueError, match="two or more runs"):
+        differences(store, [first, first])
+
+
+def test_differences_of_graphs_name_the_blocks_and_edges_added_and_removed(tmp_path):
+    def graph(extra: bool):
+        nodes = [
+            {"id": "steps", "layer": "Input"},
+            {
+                "id": "encoder",
+                "layer": "GRU",
+                "inputs": {"inputs": "steps"},
+                "params": {"units": 8},
+            },
+        ]
+        if extra:
+            nodes.append({"id": "drop", "layer": "Dropout", "inputs": {"inputs": "encoder"}})
+        return {
+            "version": 2,
+            "name": "g",
+            "task": {"type": "long_lag"},
+            "model": {"type": "graph", "nodes": nodes},
+        }
+
+    with RunStore(tmp_path / "runs") as store:
+        base = _finished_run(store, graph(False), [0.5], accuracy=0.7)
+        more = _finished_run(store, graph(True), [0.4], accuracy=0.8)
+        by_field = differences(store, [base, more]).set_index("field")
+    assert list(by_field.loc["blocks"]) == ["2 blocks", "+drop"]
+    assert list(by_field.loc["edges"]) == ["1 edge", "+encoder → drop"]
+    assert list(by_field.loc["model.nodes.drop.layer"]) == ["—", "Dropout"]
+    assert "model.nodes.encoder.params.units" not in by_field.index
 
 
 def test_table_has_one_row_per_run_and_only_the_fields_that_differ(store):

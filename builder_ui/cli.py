@@ -7,7 +7,7 @@
     keras-seq sweep SPEC [--executor local|ray] [--address ADDR] [--num-cpus N]
                          [--storage URI] [--runs DIR] [--memory-budget SIZE]
     keras-seq runs [--runs DIR] [--status S] [--sweep ID [--importance]] [--tag TAG] [--archived]
-                   [--compare ID ...] [--csv FILE]
+                   [--compare ID ...] [--csv FILE] [--report FILE]
     keras-seq runs --rename RUN NAME | --add-tag RUN TAG... | --remove-tag RUN TAG...
                    | --note RUN TEXT | --star RUN | --unstar RUN | --archive RUN
                    | --unarchive RUN | --delete RUN [--yes]
@@ -607,6 +607,13 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
     parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="also write an HTML report of these runs: the table, curves, parallel coordinates "
+        "and, with --sweep, importance; one file that opens with no server or network",
+    )
+    parser.add_argument(
         "--importance",
         action="store_true",
         help="with --sweep: each swept parameter's share of the variance of the sweep's "
@@ -625,7 +632,7 @@ def _run_runs(args: argparse.Namespace) -> int:
     """List the runs of a store, or compare some of them; optionally write the table as CSV."""
     # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
     from builder_ui.engine.store import DB_NAME
-    from builder_ui.results import compare
+    from builder_ui.results import compare, report
 
     edit = next((name for name in RUN_EDITS if getattr(args, name) is not None), None)
     if edit is not None:
@@ -665,6 +672,10 @@ def _run_runs(args: argparse.Namespace) -> int:
     if args.csv is not None:
         path = compare.to_csv(table, args.csv)
         print(f"wrote {path}", file=sys.stderr)
+    if args.report is not None and not table.empty:
+        with _existing_store(args) as store:
+            text = report.report_html(store, list(table["id"]), sweep_id=args.sweep)
+        print(f"wrote {report.write_report(args.report, text)}", file=sys.stderr)
     return EXIT_OK
 
 

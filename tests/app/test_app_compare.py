@@ -263,6 +263,10 @@ def test_three_model_types_give_a_short_readable_table_with_the_rest_one_pick_aw
     )
     diff.scroll_into_view_if_needed()
     screenshot(page, "compare-3c-differences")
+
+    page.locator("#results-report-button").click()
+    expect(page.locator("#results-report")).to_contain_text(re.compile(r"keras-seq-report-.*html"))
+    no_error_badges(page)
     page.context.close()
 
 

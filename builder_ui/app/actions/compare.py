@@ -33,7 +33,7 @@ from builder_ui.engine.store import (
     check_tag,
 )
 from builder_ui.engine.train import TRACEBACK_FILE
-from builder_ui.results import charts, compare, importance
+from builder_ui.results import charts, compare, importance, report
 from builder_ui.results.inspection import translator
 
 
@@ -636,6 +636,34 @@ def results_csv(
     )
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return compare.to_csv(table, ctx.download_path(f"keras-seq-runs-{stamp}.csv"))
+
+
+def results_report(
+    ctx: AppContext,
+    *,
+    filters: ResultsFilters | None = None,
+    sort_by: str | None = None,
+    descending: bool = True,
+) -> Path:
+    """The runs the filters keep as one self-contained HTML report (`results.report`).
+
+    In the table's order; the charts read the filters' metric; with the Sweep filter set,
+    the sweep's parameter importance is in it too.
+
+    Raises:
+        AppError: no run is kept by the filters.
+    """
+    filters = filters or ResultsFilters()
+    table = results_frame(
+        ctx, filters=filters, rounded=False, sort_by=sort_by, descending=descending
+    )
+    if table.empty:
+        raise AppError("No runs to report: the filters keep none.")
+    text = report.report_html(
+        ctx.store, list(table["id"]), metric=filters.metric, sweep_id=filters.sweep
+    )
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return report.write_report(ctx.download_path(f"keras-seq-report-{stamp}.html"), text)
 
 
 # --- The view in the page's URL -----------------------------------------------------------

@@ -349,6 +349,20 @@ def compare_tab(
             min_width=200,
         )
         csv_file = gr.File(label="CSV", elem_id="results-csv", interactive=False, height=90)
+        report_button = gr.Button(
+            "Make a report (HTML)",
+            elem_id="results-report-button",
+            variant="secondary",
+            size="md",
+            scale=0,
+            min_width=200,
+        )
+        report_file = gr.File(
+            label="Report: opens with no server",
+            elem_id="results-report",
+            interactive=False,
+            height=90,
+        )
     legend = gr.Markdown(first.legend, elem_id="results-legend")
     with (
         gr.Accordion("Columns: pick any other", open=False, elem_id="results-columns-panel"),
@@ -791,4 +805,24 @@ def compare_tab(
         inputs=[*filter_inputs, sort_by, sort_order],
         outputs=[message, csv_file],
         api_name="results_csv",
+    )
+
+    def on_report(*values: Any) -> list:
+        *filter_values, sort_column, order = values
+        try:
+            path = compare_actions.results_report(
+                ctx,
+                filters=_filters(*filter_values),
+                sort_by=sort_column or None,
+                descending=order != "ascending",
+            )
+        except actions.REFUSED as error:
+            return [f"✗ {error}", gr.skip()]
+        return ["", str(path)]
+
+    report_button.click(
+        on_report,
+        inputs=[*filter_inputs, sort_by, sort_order],
+        outputs=[message, report_file],
+        api_name="results_report",
     )

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from builder_ui.app import actions
+from builder_ui.app.actions import compare as compare_actions
 from builder_ui.app.actions.compare import (
     MAX_VIEW_TEXT,
     OUTCOME_LINES,
@@ -185,3 +186,15 @@ def test_a_link_is_checked_field_by_field_and_what_does_not_fit_is_dropped():
     assert odd.metric is None and odd.order == "descending"
     assert odd.page == 1_000_000 and len(odd.columns) == 100
     assert view_of({"open": "compare", "runs_page": "two"}).page == 1
+
+
+def test_the_report_holds_the_runs_the_filters_keep(mixed):
+    ctx, ids = mixed
+    kept = ResultsFilters(query="tiny-gru")
+    path = compare_actions.results_report(ctx, filters=kept)
+    text = path.read_text(encoding="utf-8")
+    assert path.suffix == ".html" and path.parent.parent == ctx.scratch
+    shown = [run_id for run_id in ids if f"<td>{run_id}</td>" in text]
+    assert shown and all(ctx.store.get(run_id).name == "tiny-gru" for run_id in shown)
+    with pytest.raises(actions.AppError, match="the filters keep none"):
+        compare_actions.results_report(ctx, filters=ResultsFilters(query="no such run"))

@@ -46,6 +46,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -145,6 +146,26 @@ class MultipartBoundaryCheck:
                 )
                 await _answer(send, 400, text, ((b"connection", b"close"),))
                 return
+        await self.app(scope, receive, send)
+
+
+class OnePage:
+    """ASGI middleware: drop a `page` query parameter from requests for the page itself.
+
+    Gradio's page route reads `?page=NAME` as one of a multipage app's pages and answers any
+    other name with a server error (a KeyError and its traceback in the log). This app has
+    one page, so `/?page=x` gets it, as `/` does; the rest of the query stays.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") in ("", "/"):
+            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), True)
+            if any(key == "page" for key, _ in query):
+                kept = urlencode([(key, value) for key, value in query if key != "page"])
+                scope = {**scope, "query_string": kept.encode("latin-1")}
         await self.app(scope, receive, send)
 
 
@@ -393,13 +414,14 @@ def middleware(
     """The middleware of the app's server, outermost first.
 
     Security headers (on every answer, refusals included); the Host check without
-    auth; the multipart boundary check; the request size cap (`max_request_bytes`,
-    default `request_cap()`); the login throttle with auth.
+    auth; the multipart boundary check; `?page=` dropped (`OnePage`); the request size
+    cap (`max_request_bytes`, default `request_cap()`); the login throttle with auth.
     """
     stack = [Middleware(SecurityHeaders)]
     if auth is None:
         stack.append(Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host)))
     stack.append(Middleware(MultipartBoundaryCheck))
+    stack.append(Middleware(OnePage))
     cap = request_cap() if max_request_bytes is None else max_request_bytes
     stack.append(Middleware(RequestSizeLimit, max_bytes=cap))
     if auth is not None:

@@ -93,18 +93,82 @@ def run_label(record_id: str, name: Any) -> str:
     return f"{name} ({record_id})"
 
 
-def learning_curves(records: Iterable[RunRecord], metrics: Sequence[str]):
+# The x axes `learning_curves` draws against: the epoch, or the seconds of training.
+X_AXES = ("epoch", "time")
+MAX_SMOOTHING = 0.99
+
+
+def smoothed(values: Sequence[float], weight: float) -> list[float]:
+    """TensorBoard's smoothing: an exponential moving average, debiased at the start.
+
+        m_t = w · m_{t−1} + (1 − w) · x_t,  m_0 = 0,   shown: m_t / (1 − w^n_t)
+
+    where `n_t` counts the finite values so far (dividing by `1 − w^n` undoes the pull
+    towards the zero start). A value that is not finite is kept as NaN and skipped.
+    `weight` 0 returns the values themselves.
+    """
+    mean, count, out = 0.0, 0, []
+    for value in values:
+        number = _number(value)
+        if number is None:
+            out.append(math.nan)
+            continue
+        mean, count = weight * mean + (1 - weight) * number, count + 1
+        out.append(mean / (1 - weight**count))
+    return out
+
+
+def _training_seconds(record: RunRecord) -> dict[int, float]:
+    """Epoch -> seconds of training at its end: the sum of the epochs' `seconds` so far (for
+    an epoch without them, the time since the first epoch ended, plus the first's)."""
+    seconds, total = {}, 0.0
+    first = record.history[0] if record.history else None
+    for row in record.history:
+        if row.seconds is not None:
+            total += row.seconds
+        elif first is not None:
+            total = (first.seconds or 0.0) + row.time - first.time
+        seconds[row.epoch] = total
+    return seconds
+
+
+def learning_curves(
+    records: Iterable[RunRecord],
+    metrics: Sequence[str],
+    *,
+    smoothing: float = 0.0,
+    x_axis: str = "epoch",
+    log_y: bool = False,
+):
     """Each metric per epoch of each run (records loaded with their history), overlaid.
 
-    One panel per metric, stacked, sharing the epoch axis; a run has one colour and
+    One panel per metric, stacked, sharing the x axis; a run has one colour and
     one marker shape in every panel and one legend entry, so clicking it hides all its
     curves. Hovering an epoch lists every run's value there, so runs whose curves
     coincide (drawn one on the other) are still told apart.
 
+    Args:
+        records: The runs, loaded with their history.
+        metrics: The logged metrics, a panel each.
+        smoothing: `w` of `smoothed`, 0 to 0.99: above 0 the smoothed curve is drawn over
+            the logged one, which stays, faint.
+        x_axis: "epoch", or "time": the seconds of training at each epoch's end.
+        log_y: A log scale on the y axes.
+
     Raises:
         ValueError: No metric given, or no run logged any of them (the message lists
-            what they logged).
+            what they logged); a smoothing or an x axis out of range (named).
     """
+    if not isinstance(smoothing, (int, float)) or not 0 <= smoothing <= MAX_SMOOTHING:
+        raise ValueError(
+            "Received an invalid value for argument `smoothing`, expected a number from 0 "
+            f"to {MAX_SMOOTHING}, got {smoothing!r}."
+        )
+    if x_axis not in X_AXES:
+        raise ValueError(
+            "Received an invalid value for argument `x_axis`, expected one of "
+            f"{', '.join(X_AXES)}, got {x_axis!r}."
+        )
     records, metrics = list(records), list(dict.fromkeys(metrics or ()))
     logged = sorted({name for record in records for row in record.history for name in row.metrics})
     if not metrics or not any(record.curve(m)[0] for record in records for m in metrics):
@@ -123,13 +187,29 @@ def learning_curves(records: Iterable[RunRecord], metrics: Sequence[str]):
             "line": {"width": 2},
         }
         shown_in_legend = False
+        at = _training_seconds(record) if x_axis == "time" else None
         for row, metric in enumerate(metrics, start=1):
             epochs, values = record.curve(metric)
             if not epochs:
                 continue
+            xs = list(epochs) if at is None else [at[epoch] for epoch in epochs]
+            logged = [_number(value) for value in values]
+            if smoothing:
+                faint = go.Scatter(
+                    x=xs,
+                    y=logged,
+                    mode="lines",
+                    legendgroup=record.id,
+                    showlegend=False,
+                    opacity=0.25,
+                    line={"color": colour},
+                    hoverinfo="skip",
+                )
+                figure.add_trace(faint, row=row, col=1)
+                logged = [_number(value) for value in smoothed(values, smoothing)]
             trace = go.Scatter(
-                x=list(epochs),
-                y=[_number(value) for value in values],
+                x=xs,
+                y=logged,
                 mode="lines+markers",
                 name=run_label(record.id, record.name),
                 legendgroup=record.id,
@@ -141,13 +221,19 @@ def learning_curves(records: Iterable[RunRecord], metrics: Sequence[str]):
             figure.add_trace(trace, row=row, col=1)
             figure.update_yaxes(title_text=metric, row=row, col=1)
             shown_in_legend = True
-    figure.update_xaxes(title_text="epoch", row=len(metrics), col=1)
-    figure.update_xaxes(unifiedhovertitle={"text": "epoch %{x}"})  # the hover's first line
-    # Epochs are whole numbers: a short run gets a tick per epoch, not 1.5 between two
-    # (a long one gets Plotly's round steps: 5, 10, ...).
-    longest = max((len(record.history) for record in records), default=0)
-    if longest <= MAX_EPOCH_TICKS:
-        figure.update_xaxes(tick0=1, dtick=1)
+    if log_y:
+        figure.update_yaxes(type="log")
+    if x_axis == "time":
+        figure.update_xaxes(title_text="seconds of training", row=len(metrics), col=1)
+        figure.update_xaxes(unifiedhovertitle={"text": "%{x:.1f} s"})
+    else:
+        figure.update_xaxes(title_text="epoch", row=len(metrics), col=1)
+        figure.update_xaxes(unifiedhovertitle={"text": "epoch %{x}"})  # the hover's first line
+        # Epochs are whole numbers: a short run gets a tick per epoch, not 1.5 between two
+        # (a long one gets Plotly's round steps: 5, 10, ...).
+        longest = max((len(record.history) for record in records), default=0)
+        if longest <= MAX_EPOCH_TICKS:
+            figure.update_xaxes(tick0=1, dtick=1)
     figure.update_layout(
         height=max(320, 260 * len(metrics)), hovermode="x unified", legend={"title": "run"}
     )

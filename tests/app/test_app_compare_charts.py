@@ -168,6 +168,18 @@ def test_the_plotly_charts_render_with_no_console_error(page, served):
     for run_id in ids[1:3]:
         expect(hover).to_contain_text(run_id)
     screenshot(page, "compare-charts-curves-hover")
+    # The drawing options redraw the curves shown: smoothed, log scale, seconds of training.
+    plot = page.locator("#compare-plot .js-plotly-plot")
+    page.locator("#compare-log-y input").check()
+    page.locator("#compare-x-axis").get_by_label("seconds of training").check()
+    expect(page.locator("#compare-plot .xtitle")).to_have_text("seconds of training")
+    assert plot.evaluate("p => p.layout.yaxis.type") == "log"
+    page.locator("#compare-log-y input").uncheck()
+    expect(page.locator("#compare-plot .xtitle")).to_have_text("seconds of training")
+    page.wait_for_function(
+        "() => document.querySelector('#compare-plot .js-plotly-plot').layout.yaxis.type !== 'log'"
+    )
+    screenshot(page, "compare-charts-curves-time")
     page.locator("#hparams-button").click()
     expect(page.locator("#hparams-plot .js-plotly-plot")).to_be_visible()
     expect(page.locator("#hparams-plot text", has_text="sequence_classifier")).to_be_visible()

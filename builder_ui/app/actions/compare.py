@@ -404,15 +404,26 @@ def _app_error(error: Exception) -> AppError:
     return AppError(str(error.args[0]) if error.args else str(error))
 
 
-def curves_chart(ctx: AppContext, run_ids: Sequence[str], metrics: Sequence[str] | str):
-    """Several metrics per epoch of several runs, interactive (`charts.learning_curves`)."""
+def curves_chart(
+    ctx: AppContext,
+    run_ids: Sequence[str],
+    metrics: Sequence[str] | str,
+    *,
+    smoothing: float = 0.0,
+    x_axis: str = "epoch",
+    log_y: bool = False,
+):
+    """Several metrics per epoch of several runs, interactive (`charts.learning_curves`),
+    smoothed, against the epoch or the seconds of training, on a log scale if asked."""
     run_ids = list(run_ids or [])
     if not run_ids:
         raise AppError("Select one or more runs to overlay their curves.")
     metrics = [metrics] if isinstance(metrics, str) else list(metrics or ["val_loss"])
     try:
         records = compare.select(ctx.store, run_ids, history=True)
-        return charts.learning_curves(records, metrics)
+        return charts.learning_curves(
+            records, metrics, smoothing=smoothing, x_axis=x_axis, log_y=bool(log_y)
+        )
     except (KeyError, ValueError) as error:
         raise _app_error(error) from None
 

@@ -36,6 +36,7 @@ import gradio as gr
 from builder_ui.app import actions
 from builder_ui.app.actions import compare as compare_actions
 from builder_ui.engine.store import STATUSES
+from builder_ui.results.charts import MAX_SMOOTHING
 
 # Compact rows (more of them in view), and the first two columns (id, name) held at the
 # left edge when the table scrolls sideways: Gradio 6.31 records `pinned_columns` but
@@ -427,6 +428,24 @@ def compare_tab(
         elem_id="compare-diff",
         visible=False,
     )
+    with gr.Row(equal_height=True):
+        smoothing = gr.Slider(
+            0,
+            MAX_SMOOTHING,
+            value=0,
+            step=0.01,
+            label="Smoothing (TensorBoard's moving average; 0: none)",
+            elem_id="compare-smoothing",
+            scale=3,
+        )
+        x_axis = gr.Radio(
+            [("epoch", "epoch"), ("seconds of training", "time")],
+            value="epoch",
+            label="x axis",
+            elem_id="compare-x-axis",
+            scale=2,
+        )
+        log_y = gr.Checkbox(value=False, label="Log scale", elem_id="compare-log-y", scale=1)
     curves = gr.Plot(label="Learning curves", elem_id="compare-plot")
     with gr.Row(equal_height=True):
         hparams_button = gr.Button(
@@ -713,15 +732,30 @@ def compare_tab(
     # refresh leaves them, so neither costs a second round trip).
     runs.input(curve_metrics, inputs=[runs, metric], outputs=[metric], api_name="runs_metrics")
 
-    def on_plot(selected: list[str], names: list[str] | str) -> list:
+    def on_plot(
+        selected: list[str], names: list[str] | str, weight: float, x: str, log: bool
+    ) -> list:
         try:
-            return ["", compare_actions.curves_chart(ctx, selected, names)]
+            figure = compare_actions.curves_chart(
+                ctx, selected, names, smoothing=float(weight or 0), x_axis=x, log_y=log
+            )
         except actions.REFUSED as error:
             return _plot_error(str(error))
+        return ["", figure]
 
+    curve_inputs = [runs, metric, smoothing, x_axis, log_y]
     plot_button.click(
-        on_plot, inputs=[runs, metric], outputs=[message, curves], api_name="compare_curves"
+        on_plot, inputs=curve_inputs, outputs=[message, curves], api_name="compare_curves"
     )
+    # The drawing options redraw the curves shown (once some are).
+    for control in (smoothing, x_axis, log_y):
+        control.input(
+            on_plot,
+            inputs=curve_inputs,
+            outputs=[message, curves],
+            trigger_mode="always_last",
+            show_progress="hidden",
+        )
 
     def on_diff(selected: list[str]) -> list:
         try:

@@ -260,3 +260,36 @@ def test_a_long_category_name_is_shortened_so_the_margin_stays_bounded(store):
     ticks = list(figure.data[0].dimensions[0].ticktext)
     assert ticks[0] == long_name[: charts.MAX_TICK_CHARS - 1] + "…" and ticks[1] == "short.txt"
     assert figure.layout.margin.l <= (charts.MAX_TICK_CHARS + 2) * 8  # not 60-odd characters
+
+
+def test_smoothing_is_tensorboards_debiased_moving_average():
+    # w = 0.5 by hand: m = 0.5 m + 0.5 x from m = 0, shown m / (1 - 0.5^n).
+    #   x = 1: m = 0.5,    / 0.5   = 1
+    #   x = 2: m = 1.25,   / 0.75  = 1.6667
+    #   x = NaN: kept, skipped
+    #   x = 3: m = 2.125,  / 0.875 = 2.4286
+    got = charts.smoothed([1.0, 2.0, float("nan"), 3.0], 0.5)
+    assert got[:2] == pytest.approx([1.0, 5 / 3], rel=1e-12)
+    assert got[2] != got[2] and got[3] == pytest.approx(2.125 / 0.875, rel=1e-12)
+    assert charts.smoothed([4.0, 1.0], 0.0) == [4.0, 1.0]
+
+
+def test_curves_smoothed_on_the_seconds_of_training_with_a_log_scale(tmp_path):
+    with RunStore(tmp_path / "runs") as store:
+        run_id = store.create_run(full_spec("sequence_classifier", epochs=3), name="timed")
+        store.set_status(run_id, "running")
+        for epoch, seconds in ((1, 2.0), (2, 3.0), (3, 4.0)):
+            store.append_epoch(run_id, epoch, {"val_loss": 1.5 / epoch}, seconds=seconds)
+        records = store.list_runs(ids=[run_id], history=True)
+    figure = charts.learning_curves(records, ["val_loss"], smoothing=0.6, x_axis="time", log_y=True)
+    faint, shown = figure.data  # the logged curve, faint, under the smoothed one
+    logged = [1.5 / epoch for epoch in (1, 2, 3)]
+    assert list(faint.y) == pytest.approx(logged, rel=EXACT) and faint.opacity == 0.25
+    assert list(shown.y) == pytest.approx(charts.smoothed(logged, 0.6), rel=EXACT)
+    assert list(shown.x) == pytest.approx([2.0, 5.0, 9.0], rel=EXACT)  # seconds, summed
+    assert figure.layout.yaxis.type == "log"
+    assert figure.layout.xaxis.title.text == "seconds of training"
+    with pytest.raises(ValueError, match=r"`smoothing`, expected a number from 0 to 0\.99"):
+        charts.learning_curves(records, ["val_loss"], smoothing=1.0)
+    with pytest.raises(ValueError, match=r"`x_axis`, expected one of epoch, time, got 'step'"):
+        charts.learning_curves(records, ["val_loss"], x_axis="step")

@@ -21,7 +21,13 @@ editing (with Star, Archive and Delete, which asks for a tick first), and adds i
 unless "Show archived" is ticked; the tag menu keeps the runs of one tag. The charts are
 Plotly's (zoom, hover, click a legend entry to hide a series): learning curves of one or
 several metrics, parallel coordinates of the hyperparameters against the table's metric, and
-a scatter of any hyperparameter against any metric, over the runs the filters keep.
+a scatter of any hyperparameter against any metric, over the runs the filters keep; the
+curves smoothed (TensorBoard's moving average), against epochs or seconds of training, on a
+log scale if asked. "What differs" sets the runs picked side by side against the first (the
+metric deltas, a graph's blocks and edges added and removed, the fields that differ); "Make a
+report" writes the runs the filters keep as one HTML file that opens offline. The view (the
+filters, sort, page and columns picked) is kept in the page's URL (`?open=compare&q=…`), so a
+reload or a shared link opens the tab as it was.
 
 Layout and wiring only: everything the tab does is in `builder_ui.app.actions`.
 """

@@ -585,3 +585,49 @@ def differences(store: RunStore, run_ids: Sequence[str]):
     for path in differing_fields(records):
         row(path, [cell_text(_cell(flat[path])) if path in flat else "—" for flat in flats])
     return pd.DataFrame(rows, columns=["field", *labels])
+
+
+def group_table(table, column: str, metrics: Sequence[str] | None = None):
+    """One row per value of `column`: its runs, and each metric's mean and std over them.
+
+    What W&B and Aim call grouping: runs that differ only in a seed, or in any field, read
+    as one mean with its spread. The rows are in the order the values first appear in
+    `table`; an empty cell is the group `(none)`. For each metric `m` (default: the final
+    metrics `val_*` and their best epochs' values `best_val_*`), `m mean` is the mean of the
+    group's finite values and `m std` their sample standard deviation (n − 1; empty for a
+    group with fewer than two values).
+
+    Raises:
+        ValueError: `column` is not a column of `table` (the message lists them).
+    """
+    # pandas loads when a table is made, not on import.
+    import pandas as pd
+
+    if column not in table.columns:
+        raise ValueError(
+            f"Received an invalid value for argument `column`, expected a column of the "
+            f"table ({', '.join(map(str, table.columns))}), got {column!r}."
+        )
+    if metrics is None:
+        metrics = [
+            c
+            for c in table.columns
+            if (c.startswith("val_") or c.startswith("best_val_")) and not c.endswith("_epoch")
+        ]
+    keys = [cell_text(value) or "(none)" for value in table[column]]
+    rows = []
+    for key in dict.fromkeys(keys):
+        members = table[[k == key for k in keys]]
+        row: dict[str, Any] = {column: key, "runs": len(members)}
+        for metric in metrics:
+            values = [float(v) for v in members[metric] if _finite(v)]
+            mean = sum(values) / len(values) if values else math.nan
+            spread = (
+                math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+                if len(values) > 1
+                else math.nan
+            )
+            row[f"{metric} mean"], row[f"{metric} std"] = mean, spread
+        rows.append(row)
+    names = [column, "runs", *(f"{m} {s}" for m in metrics for s in ("mean", "std"))]
+    return pd.DataFrame(rows, columns=names)

@@ -267,6 +267,17 @@ def test_three_model_types_give_a_short_readable_table_with_the_rest_one_pick_aw
     page.locator("#results-report-button").click()
     expect(page.locator("#results-report")).to_contain_text(re.compile(r"keras-seq-report-.*html"))
     no_error_badges(page)
+
+    # Grouped by model type: each type's runs, and each metric's mean and std over them.
+    page.locator("#group-by input").click()
+    page.get_by_role("option", name="model.type", exact=True).click()
+    page.locator("#group-button").click()
+    groups = page.locator("#groups-table")
+    expect(groups).to_contain_text("val_accuracy mean")
+    expect(groups.get_by_role("row").filter(has_text="pointer_network")).to_be_visible()
+    groups.scroll_into_view_if_needed()
+    screenshot(page, "compare-3d-groups")
+    no_error_badges(page)
     page.context.close()
 
 

@@ -354,6 +354,23 @@ def _longest_backticks(text: str) -> int:
     return longest
 
 
+def grouped(ctx: AppContext, filters: ResultsFilters | None, column: str | None):
+    """The runs the filters keep, grouped by `column`: each metric's mean and std (rounded).
+
+    Raises:
+        AppError: no column chosen, or one the runs shown do not have (named).
+    """
+    if not column:
+        raise AppError("Choose a column to group the runs by (a seed, a cell, a sweep…).")
+    table = results_frame(ctx, filters=filters or ResultsFilters(), rounded=False)
+    try:
+        groups = compare.group_table(table, column)
+    except ValueError as error:
+        raise AppError(f"Group by: {column!r} is not a column of the runs shown.") from error
+    groups = _readable(groups, rounded=True)
+    return groups.astype(object).where(groups.notna(), None)
+
+
 def differences(ctx: AppContext, run_ids: Sequence[str] | None):
     """`results.compare.differences` of the runs picked, the first the baseline (a DataFrame).
 

@@ -151,6 +151,8 @@ LEAVE_JS = """
     window.history.replaceState(window.history.state, "", url);
 }
 """
+# Columns to group runs by besides the hyperparameters that differ.
+GROUP_COLUMNS = ["status", "sweep", "tags"]
 # The queue every refresh of the table waits in, one at a time (see `refresh_on`).
 REFRESH_QUEUE = "compare-table"
 
@@ -481,6 +483,24 @@ def compare_tab(
         hparams_plot = gr.Plot(label="Hyperparameters against the metric", elem_id="hparams-plot")
         scatter_plot = gr.Plot(label="Hyperparameter against metric", elem_id="scatter-plot")
     importance_plot = gr.Plot(label="Parameter importance", elem_id="importance-plot")
+    with gr.Row(equal_height=True):
+        group_by = gr.Dropdown(
+            choices=[*GROUP_COLUMNS, *first.hyperparameters],
+            value=None,
+            allow_custom_value=True,
+            label="Group the runs shown by (e.g. everything but the seed)",
+            elem_id="group-by",
+            scale=3,
+        )
+        group_button = gr.Button(
+            "Group: each metric's mean and std", elem_id="group-button", scale=1
+        )
+    groups_table = gr.Dataframe(
+        interactive=False,
+        label="Groups: runs, and each metric's mean and std over them",
+        elem_id="groups-table",
+        visible=False,
+    )
     bleu_button = gr.Button("BLEU by source sentence length (seq2seq runs)", elem_id="bleu-button")
     with gr.Row(equal_height=False):
         # Until a chart is drawn, a line saying what it needs (an empty Plot draws a blank box).
@@ -531,6 +551,7 @@ def compare_tab(
             runs_after_refresh(actions.run_choices(ctx), selected),
             *control_updates,
             json.dumps(compare_actions.view_query(shown)),
+            gr.update(choices=[*GROUP_COLUMNS, *view.hyperparameters]),
         ]
 
     # The first three inputs and outputs are those `/results` had before the other filters
@@ -540,6 +561,7 @@ def compare_tab(
     refresh_inputs = [query, statuses, runs, *filter_inputs[2:], page, picked, sort_by, sort_order]
     refresh_outputs = [table, message, runs, columns, table_metric, sweep, page, legend]
     refresh_outputs += [tag_filter, scatter_x, scatter_y, sort_by, header_paths, url_view]
+    refresh_outputs += [group_by]
     url_view.change(None, [url_view], None, js=URL_JS)
 
     def refresh_on(event: Any, api_name: str, **options: Any) -> None:
@@ -772,6 +794,20 @@ def compare_tab(
 
     diff_button.click(
         on_diff, inputs=[runs], outputs=[message, diff_table], api_name="compare_differences"
+    )
+
+    def on_group(column: str, *values: Any) -> list:
+        try:
+            frame = compare_actions.grouped(ctx, _filters(*values), column)
+        except actions.REFUSED as error:
+            return [f"✗ {error}", gr.update(visible=False)]
+        return ["", gr.update(value=frame, visible=True)]
+
+    group_button.click(
+        on_group,
+        inputs=[group_by, *filter_inputs],
+        outputs=[message, groups_table],
+        api_name="group_runs",
     )
 
     def on_bleu(selected: list[str]) -> list:

@@ -198,3 +198,28 @@ def test_the_report_holds_the_runs_the_filters_keep(mixed):
     assert shown and all(ctx.store.get(run_id).name == "tiny-gru" for run_id in shown)
     with pytest.raises(actions.AppError, match="the filters keep none"):
         compare_actions.results_report(ctx, filters=ResultsFilters(query="no such run"))
+
+
+def test_grouping_the_runs_shown_by_a_column_gives_each_groups_mean_and_std(mixed):
+    ctx, ids = mixed  # six finished runs cycling through three model types, and a queued one
+    groups = compare_actions.grouped(ctx, ResultsFilters(statuses=("done",)), "model.type")
+    by_type = groups.set_index("model.type")
+    assert dict(by_type["runs"]) == {
+        "sequence_classifier": 2,
+        "seq2seq": 2,
+        "pointer_network": 2,
+    }
+    accuracies = [
+        ctx.store.get(run_id).metrics.get("accuracy")
+        for run_id in ids[:6]  # the finished ones
+        if ctx.store.get(run_id).spec["model"]["type"] == "sequence_classifier"
+    ]
+    expected = sum(accuracies) / 2  # rounded to 4 significant digits for reading
+    assert by_type.loc["sequence_classifier", "val_accuracy mean"] == pytest.approx(
+        expected, rel=1e-3
+    )
+    assert by_type.loc["seq2seq", "val_accuracy mean"] is None  # translators have none
+    with pytest.raises(actions.AppError, match="Choose a column"):
+        compare_actions.grouped(ctx, None, "")
+    with pytest.raises(actions.AppError, match=r"'model\.nope' is not a column"):
+        compare_actions.grouped(ctx, None, "model.nope")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -15,6 +16,7 @@ from builder_ui.results.compare import (
     differing_fields,
     filter_table,
     flatten,
+    group_table,
     metric_columns,
     page_of,
     plot_curves,
@@ -187,6 +189,25 @@ def test_differences_of_graphs_name_the_blocks_and_edges_added_and_removed(tmp_p
     assert list(by_field.loc["edges"]) == ["1 edge", "+encoder → drop"]
     assert list(by_field.loc["model.nodes.drop.layer"]) == ["—", "Dropout"]
     assert "model.nodes.encoder.params.units" not in by_field.index
+
+
+def test_grouping_gives_each_values_runs_with_the_mean_and_spread_of_each_metric(store):
+    table = compare(store, store.ids)  # units 8, 16, 16; accuracy 0.8, 0.9, 0.5
+    groups = group_table(table, "model.encoder.units").set_index("model.encoder.units")
+    assert list(groups.index) == ["8", "16"] and list(groups["runs"]) == [1, 2]
+    assert groups.loc["16", "val_accuracy mean"] == pytest.approx(np.mean([0.9, 0.5]), rel=1e-12)
+    assert groups.loc["16", "val_accuracy std"] == pytest.approx(
+        np.std([0.9, 0.5], ddof=1), rel=1e-12
+    )
+    assert groups.loc["8", "val_accuracy mean"] == pytest.approx(0.8, rel=1e-12)
+    assert math.isnan(groups.loc["8", "val_accuracy std"])  # one run: no spread
+    # The third run's val_loss diverged (inf): the group's mean is over the finite one.
+    assert groups.loc["16", "val_loss mean"] == pytest.approx(0.2, rel=1e-12)
+    assert "best_val_loss mean" in groups.columns and "best_val_loss_epoch mean" not in groups
+    by_sweep = group_table(table, "sweep")
+    assert list(by_sweep["sweep"]) == ["s1", "(none)"] and list(by_sweep["runs"]) == [2, 1]
+    with pytest.raises(ValueError, match="expected a column of the table"):
+        group_table(table, "model.nope")
 
 
 def test_table_has_one_row_per_run_and_only_the_fields_that_differ(store):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import pytest
 
 from builder_ui.engine.store import RunStore
-from tests.app.app_server import Server, serving
+from tests.app.app_server import Server, get, serving
 from tests.app.browser import needs_chromium
 from tests.app.compare_runs import record_failed_run, record_run, record_runs
 from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
@@ -201,7 +201,9 @@ def test_the_view_is_in_the_url_so_a_reload_or_a_shared_link_shows_it(browser, m
     page.context.close()
 
 
-def test_three_model_types_give_a_short_readable_table_with_the_rest_one_pick_away(browser, mixed):
+def test_three_model_types_give_a_short_readable_table_with_the_rest_one_pick_away(
+    browser, mixed, tmp_path
+):
     from playwright.sync_api import expect
 
     server, (_classifier, _translator, pointer, _cancelled, failed) = mixed
@@ -264,9 +266,25 @@ def test_three_model_types_give_a_short_readable_table_with_the_rest_one_pick_aw
     diff.scroll_into_view_if_needed()
     screenshot(page, "compare-3c-differences")
 
+    # The report, downloaded, opens with no network, every chart drawn, no console error.
     page.locator("#results-report-button").click()
     expect(page.locator("#results-report")).to_contain_text(re.compile(r"keras-seq-report-.*html"))
     no_error_badges(page)
+    link = page.locator("#results-report a").first.get_attribute("href")
+    status, body = get(urljoin(page.url, link))
+    assert status == 200 and body.startswith("<!DOCTYPE html>"), (status, body[:200])
+    report = tmp_path / "report.html"
+    report.write_text(body, encoding="utf-8")
+    offline = page.context.browser.new_context(offline=True)
+    errors = []
+    opened = offline.new_page()
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.goto(report.as_uri())
+    opened.wait_for_function("document.querySelectorAll('.plotly .main-svg').length >= 2")
+    expect(opened.locator("table")).to_contain_text(pointer)
+    assert errors == []
+    offline.close()
 
     # Grouped by model type: each type's runs, and each metric's mean and std over them.
     page.locator("#group-by input").click()

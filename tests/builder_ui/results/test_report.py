@@ -1,8 +1,8 @@
 """The HTML report of a comparison: one file that opens with no server and no network.
 
 Real run stores written through `RunStore`'s API (as the engine writes runs and sweeps);
-the report is read as text, through `keras-seq runs --report`, and opened offline in
-Chromium (large: a browser).
+the report is read as text and through `keras-seq runs --report`. The app's download of it is
+opened offline in Chromium in tests/app/test_app_compare.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import pytest
 from builder_ui import cli
 from builder_ui.engine.store import RunStore
 from builder_ui.results.report import MAX_CURVE_RUNS, report_html
-from tests.app.browser import launched_chromium, needs_chromium
 from tests.app.compare_runs import record_runs
 from tests.builder_ui.results.test_importance import learning_rate_alone, record_sweep
 
@@ -77,22 +76,3 @@ def test_curves_are_drawn_for_the_first_runs_only(swept):
     many = record_runs(store, MAX_CURVE_RUNS + 5, epochs=1)
     text = report_html(store, [*ids, *many])
     assert text.count("<tr>") == len(ids) + len(many) + 1  # every run in the table
-
-
-@pytest.mark.large
-@needs_chromium
-def test_the_report_opens_offline_in_chromium_with_every_chart_drawn(swept, tmp_path):
-    store, sweep, _ = swept
-    trials = [record.id for record in store.list_runs(sweep_id=sweep)]
-    path = tmp_path / "report.html"
-    path.write_text(report_html(store, trials, sweep_id=sweep), encoding="utf-8")
-    with launched_chromium() as chromium:
-        context = chromium.new_context(offline=True, viewport={"width": 1400, "height": 900})
-        page = context.new_page()
-        errors = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(path.as_uri())
-        page.wait_for_function("document.querySelectorAll('.plotly .main-svg').length >= 3")
-        assert errors == []
-        context.close()

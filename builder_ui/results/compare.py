@@ -22,6 +22,11 @@ worth showing, `short_headers` names them by the last part of their path,
 orders every row by one column (empty cells last either way) before `page_of`
 cuts one page. `plot_curves` overlays one logged metric of several
 runs on one figure; `to_csv` writes a table atomically.
+
+`differences(store, run_ids)` sets a few runs side by side against the first (metric
+deltas, a graph's blocks and edges added and removed, the fields that differ), and
+`group_table(table, column)` reads a table by groups (each metric's mean and spread over
+the runs of each value of a column).
 """
 
 from __future__ import annotations

@@ -173,15 +173,21 @@ def test_the_view_is_in_the_url_so_a_reload_or_a_shared_link_shows_it(browser, m
     page = open_compare(browser, server)
     filter_by(page, "tiny")
     page.locator("#results-status").get_by_label("done").check()
+    bound = page.locator("#results-metric-min textarea")
+    bound.fill("0.3")
+    bound.press("Enter")
+    expect(page).to_have_url(re.compile(r"[?&]min=0\.3"))
     page.locator("#results-sort-order input").click()
     page.get_by_role("option", name="ascending", exact=True).click()
     expect(page).to_have_url(re.compile(r"[?&]order=ascending"))
     query = dict(parse_qsl(urlsplit(page.url).query))
     assert (query["open"], query["q"], query["status"]) == ("compare", "tiny", "done"), query
+    assert "max" not in query and "tag" not in query, query
 
     page.reload()  # the Build tab is the page's first: the link opens Compare with its view
     expect(page.get_by_role("tab", name="Compare")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#results-filter textarea")).to_have_value("tiny")
+    expect(page.locator("#results-metric-min textarea")).to_have_value("0.3")
     expect(page.locator("#results-status").get_by_label("done")).to_be_checked()
     expect(rows(page, pointer)).to_be_visible()
     expect(rows(page, failed)).to_have_count(0)  # failed, and not "tiny"

@@ -531,13 +531,14 @@ def compare_tab(
         except actions.REFUSED as error:
             return [gr.skip(), f"✗ {error}"] + [gr.skip()] * (len(refresh_outputs) - 2)
         table_update, *control_updates = _view_updates(view)
+        _, _, low, high, _, _ = filter_values  # as typed: the link keeps the text
         shown = compare_actions.CompareView(
             text=filters.query,
             statuses=tuple(filters.statuses),
             sweep=filters.sweep or "",
             metric=view.metric,
-            low=filter_values[3] or "",
-            high=filter_values[4] or "",
+            low=low or "",
+            high=high or "",
             tag=filters.tag or "",
             archived=filters.show_archived,
             sort_by=view.sort_by or "",

@@ -284,7 +284,8 @@ def test_curves_smoothed_on_the_seconds_of_training_with_a_log_scale(tmp_path):
     figure = charts.learning_curves(records, ["val_loss"], smoothing=0.6, x_axis="time", log_y=True)
     faint, shown = figure.data  # the logged curve, faint, under the smoothed one
     logged = [1.5 / epoch for epoch in (1, 2, 3)]
-    assert list(faint.y) == pytest.approx(logged, rel=EXACT) and faint.opacity == 0.25
+    assert list(faint.y) == pytest.approx(logged, rel=EXACT)
+    assert faint.opacity < 1  # drawn faint, under the smoothed curve
     assert list(shown.y) == pytest.approx(charts.smoothed(logged, 0.6), rel=EXACT)
     assert list(shown.x) == pytest.approx([2.0, 5.0, 9.0], rel=EXACT)  # seconds, summed
     assert figure.layout.yaxis.type == "log"

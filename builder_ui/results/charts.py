@@ -252,10 +252,37 @@ def _informative_hyperparameters(rows) -> list[str]:
     return [column for column in hyperparameter_columns(rows) if column in worth][:MAX_AXES]
 
 
+# A numeric axis whose positive values span this ratio or more is drawn on a log scale.
+LOG_AXIS_RATIO = 100.0
+# Up to this many distinct values, a numeric axis has a tick at each, labelled with it.
+MAX_VALUE_TICKS = 8
+
+
 def _axis(values: list[Any], label: str) -> dict[str, Any]:
-    """One parallel-coordinates dimension: numbers as they are, anything else as categories."""
+    """One parallel-coordinates dimension: numbers, or anything else as categories.
+
+    Numbers with few distinct values (a search's grid) get a tick at each value, so every
+    trial's value can be read. Positive numbers spanning two decades or more (a learning
+    rate from 1e-4 to 1e-1) are drawn as log10 of the value, ticked with the values
+    themselves, and the axis says "(log)": Plotly's parallel coordinates have no log axis.
+    """
     numbers = [_number(value) for value in values]
     if all(number is not None for number in numbers):
+        distinct = sorted(set(numbers))
+        logarithmic = (
+            len(distinct) > 1 and distinct[0] > 0 and distinct[-1] / distinct[0] >= LOG_AXIS_RATIO
+        )
+        if logarithmic:
+            ticks = distinct if len(distinct) <= MAX_VALUE_TICKS else _decades(distinct)
+            return {
+                "label": f"{label} (log)",
+                "values": [math.log10(number) for number in numbers],
+                "tickvals": [math.log10(tick) for tick in ticks],
+                "ticktext": [f"{tick:.3g}" for tick in ticks],
+            }
+        if len(distinct) <= MAX_VALUE_TICKS:
+            ticks = {"tickvals": distinct, "ticktext": [f"{tick:.4g}" for tick in distinct]}
+            return {"label": label, "values": numbers, **ticks}
         return {"label": label, "values": numbers}
     categories = sorted({compare.cell_text(value) for value in values})
     codes = [categories.index(compare.cell_text(value)) for value in values]
@@ -265,6 +292,12 @@ def _axis(values: list[Any], label: str) -> dict[str, Any]:
         "tickvals": list(range(len(categories))),
         "ticktext": [_shortened(text or "(none)") for text in categories],
     }
+
+
+def _decades(values: list[float]) -> list[float]:
+    """The powers of ten from below the smallest of `values` to above the largest."""
+    low, high = math.floor(math.log10(values[0])), math.ceil(math.log10(values[-1]))
+    return [10.0**power for power in range(low, high + 1)]
 
 
 def _shortened(text: str) -> str:

@@ -149,8 +149,27 @@ def test_parallel_coordinates_of_several_model_types_skip_the_mostly_empty_field
     assert len(charts.hyperparameter_columns(table)) > charts.MAX_AXES
     (trace,) = charts.parallel_coordinates(table, "val_loss").data
     labels = [dimension.label for dimension in trace.dimensions]
-    assert "learning_rate" in labels and "units" not in labels and labels[-1] == "val_loss"
-    assert len(labels) <= charts.MAX_AXES + 1
+    # Five learning rates over two decades: a log axis.
+    assert "learning_rate (log)" in labels and "units" not in labels
+    assert labels[-1] == "val_loss" and len(labels) <= charts.MAX_AXES + 1
+
+
+def test_a_parallel_axis_over_decades_is_logarithmic_and_a_grid_is_ticked_at_its_values():
+    table = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "train.learning_rate": [0.001, 0.01, 0.1, 0.01],
+            "model.encoder.units": [8, 16, 32, 16],
+            "val_accuracy": [0.5, 0.75, 0.625, 0.7],
+        }
+    )
+    (trace,) = charts.parallel_coordinates(table, "val_accuracy").data
+    rate, units, _ = trace.dimensions
+    assert rate.label == "learning_rate (log)"
+    assert list(rate.values) == pytest.approx([-3.0, -2.0, -1.0, -2.0], abs=1e-12)
+    assert list(rate.ticktext) == ["0.001", "0.01", "0.1"]
+    assert units.label == "units" and list(units.values) == [8, 16, 32, 16]
+    assert list(units.tickvals) == [8, 16, 32] and list(units.ticktext) == ["8", "16", "32"]
 
 
 # A lower bound of the width of one character of Plotly's default 12 px sans-serif font

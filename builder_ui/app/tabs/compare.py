@@ -864,42 +864,33 @@ def compare_tab(
         api_name="importance_chart",
     )
 
-    def on_csv(*values: Any) -> list:
-        *filter_values, sort_column, order = values
-        try:
-            path = actions.results_csv(
-                ctx,
-                filters=_filters(*filter_values),
-                sort_by=sort_column or None,
-                descending=order != "ascending",
-            )
-        except actions.REFUSED as error:
-            return [f"✗ {error}", gr.skip()]
-        return ["", str(path)]
+    def on_download(write: Any):
+        """A handler that writes the runs the filters keep, in the table's order, to a file
+        (`write(ctx, filters=, sort_by=, descending=)` gives its path) and offers it."""
 
-    csv_button.click(
-        on_csv,
-        inputs=[*filter_inputs, sort_by, sort_order],
-        outputs=[message, csv_file],
-        api_name="results_csv",
+        def handler(*values: Any) -> list:
+            *filter_values, sort_column, order = values
+            try:
+                path = write(
+                    ctx,
+                    filters=_filters(*filter_values),
+                    sort_by=sort_column or None,
+                    descending=order != "ascending",
+                )
+            except actions.REFUSED as error:
+                return [f"✗ {error}", gr.skip()]
+            return ["", str(path)]
+
+        return handler
+
+    downloads = (
+        (csv_button, actions.results_csv, csv_file, "results_csv"),
+        (report_button, compare_actions.results_report, report_file, "results_report"),
     )
-
-    def on_report(*values: Any) -> list:
-        *filter_values, sort_column, order = values
-        try:
-            path = compare_actions.results_report(
-                ctx,
-                filters=_filters(*filter_values),
-                sort_by=sort_column or None,
-                descending=order != "ascending",
-            )
-        except actions.REFUSED as error:
-            return [f"✗ {error}", gr.skip()]
-        return ["", str(path)]
-
-    report_button.click(
-        on_report,
-        inputs=[*filter_inputs, sort_by, sort_order],
-        outputs=[message, report_file],
-        api_name="results_report",
-    )
+    for button, write, offered, name in downloads:
+        button.click(
+            on_download(write),
+            inputs=[*filter_inputs, sort_by, sort_order],
+            outputs=[message, offered],
+            api_name=name,
+        )

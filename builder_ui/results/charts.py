@@ -471,3 +471,80 @@ def bleu_table_rounded(table):
         if column in table.columns:
             table[column] = table[column].round(decimals)
     return table
+
+
+def group_curves(records: Iterable[RunRecord], metrics: Sequence[str], groups: dict[str, str]):
+    """Each metric per epoch, one curve per group of runs: the mean, and a band of ± one std.
+
+    `groups` maps each run's id to its group's name (a run not in it is left out). At each
+    epoch the group's finite values give the mean and the sample standard deviation (n − 1);
+    with one value there is no band. One panel per metric, as `learning_curves` draws them;
+    a group has one colour and one legend entry, its band beneath its line.
+
+    Raises:
+        ValueError: No metric given, or no run of a group logged any of them.
+    """
+    records = [record for record in records if record.id in groups]
+    metrics = list(dict.fromkeys(metrics or ()))
+    if not metrics or not any(record.curve(m)[0] for record in records for m in metrics):
+        raise ValueError(
+            "Received an invalid value for argument `metrics`, expected metrics the runs "
+            f"of the groups logged, got {metrics!r}."
+        )
+    names = list(dict.fromkeys(groups[record.id] for record in records))
+    figure = make_subplots(
+        rows=len(metrics), cols=1, shared_xaxes=True, subplot_titles=metrics, vertical_spacing=0.08
+    )
+    for index, name in enumerate(names):
+        colour = COLOURS[index % len(COLOURS)]
+        members = [record for record in records if groups[record.id] == name]
+        shown_in_legend = False
+        for row, metric in enumerate(metrics, start=1):
+            by_epoch: dict[int, list[float]] = {}
+            for record in members:
+                for epoch, value in zip(*record.curve(metric), strict=True):
+                    if _number(value) is not None:
+                        by_epoch.setdefault(epoch, []).append(float(value))
+            if not by_epoch:
+                continue
+            epochs = sorted(by_epoch)
+            means = [sum(by_epoch[e]) / len(by_epoch[e]) for e in epochs]
+            spreads = [compare.sample_std(by_epoch[e]) for e in epochs]
+            banded = [
+                (e, m, s) for e, m, s in zip(epochs, means, spreads, strict=True) if s == s
+            ]  # NaN (one value) has no band
+            if banded:
+                xs = [e for e, _, _ in banded]
+                upper = [m + s for _, m, s in banded]
+                lower = [m - s for _, m, s in banded]
+                band = go.Scatter(
+                    x=xs + xs[::-1],
+                    y=upper + lower[::-1],
+                    fill="toself",
+                    fillcolor=colour,
+                    opacity=0.2,
+                    line={"width": 0},
+                    legendgroup=name,
+                    showlegend=False,
+                    hoverinfo="skip",
+                )
+                figure.add_trace(band, row=row, col=1)
+            line = go.Scatter(
+                x=epochs,
+                y=means,
+                mode="lines+markers",
+                name=f"{name} ({len(members)} run{'' if len(members) == 1 else 's'})",
+                legendgroup=name,
+                showlegend=not shown_in_legend,
+                line={"color": colour},
+                customdata=[s if s == s else 0.0 for s in spreads],
+                hovertemplate="%{fullData.name}: %{y:.4g} ± %{customdata:.2g}<extra></extra>",
+            )
+            figure.add_trace(line, row=row, col=1)
+            figure.update_yaxes(title_text=metric, row=row, col=1)
+            shown_in_legend = True
+    figure.update_xaxes(title_text="epoch", row=len(metrics), col=1)
+    figure.update_layout(
+        height=max(320, 260 * len(metrics)), hovermode="x unified", legend={"title": "group"}
+    )
+    return figure

@@ -627,12 +627,15 @@ def group_table(table, column: str, metrics: Sequence[str] | None = None):
         for metric in metrics:
             values = [float(v) for v in members[metric] if _finite(v)]
             mean = sum(values) / len(values) if values else math.nan
-            spread = (
-                math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-                if len(values) > 1
-                else math.nan
-            )
-            row[f"{metric} mean"], row[f"{metric} std"] = mean, spread
+            row[f"{metric} mean"], row[f"{metric} std"] = mean, sample_std(values)
         rows.append(row)
     names = [column, "runs", *(f"{m} {s}" for m in metrics for s in ("mean", "std"))]
     return pd.DataFrame(rows, columns=names)
+
+
+def sample_std(values: Sequence[float]) -> float:
+    """The sample standard deviation (n − 1) of `values`; NaN for fewer than two."""
+    if len(values) < 2:
+        return math.nan
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((value - mean) ** 2 for value in values) / (len(values) - 1))

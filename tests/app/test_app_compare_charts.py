@@ -180,6 +180,12 @@ def test_the_plotly_charts_render_with_no_console_error(page, served):
         "() => document.querySelector('#compare-plot .js-plotly-plot').layout.yaxis.type !== 'log'"
     )
     screenshot(page, "compare-charts-curves-time")
+    # By group: the Group by menu's column, one mean per value of it.
+    page.locator("#group-by input").click()
+    page.get_by_role("option", name="model.type", exact=True).click()
+    page.locator("#compare-curves-grouped input").check()
+    expect(page.locator("#compare-plot .legend")).to_contain_text("(1 run)")
+    page.locator("#compare-curves-grouped input").uncheck()
     page.locator("#hparams-button").click()
     expect(page.locator("#hparams-plot .js-plotly-plot")).to_be_visible()
     expect(page.locator("#hparams-plot text", has_text="sequence_classifier")).to_be_visible()

@@ -429,15 +429,30 @@ def curves_chart(
     smoothing: float = 0.0,
     x_axis: str = "epoch",
     log_y: bool = False,
+    group_by: str | None = None,
 ):
     """Several metrics per epoch of several runs, interactive (`charts.learning_curves`),
-    smoothed, against the epoch or the seconds of training, on a log scale if asked."""
+    smoothed, against the epoch or the seconds of training, on a log scale if asked.
+
+    With `group_by` (a column of the runs' table), one curve per group of the runs picked:
+    the mean per epoch and a band of ± one std (`charts.group_curves`, on epochs).
+    """
     run_ids = list(run_ids or [])
     if not run_ids:
         raise AppError("Select one or more runs to overlay their curves.")
     metrics = [metrics] if isinstance(metrics, str) else list(metrics or ["val_loss"])
     try:
         records = compare.select(ctx.store, run_ids, history=True)
+        if group_by:
+            table = compare.compare(ctx.store, run_ids, annotations=True)
+            if group_by not in table.columns:
+                raise AppError(f"Group by: {group_by!r} is not a column of the runs picked.")
+            labels = [compare.cell_text(value) or "(none)" for value in table[group_by]]
+            groups = dict(zip(table["id"], labels, strict=True))
+            figure = charts.group_curves(records, metrics, groups)
+            if log_y:
+                figure.update_yaxes(type="log")
+            return figure
         return charts.learning_curves(
             records, metrics, smoothing=smoothing, x_axis=x_axis, log_y=bool(log_y)
         )

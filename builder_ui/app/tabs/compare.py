@@ -454,6 +454,12 @@ def compare_tab(
             scale=2,
         )
         log_y = gr.Checkbox(value=False, label="Log scale", elem_id="compare-log-y", scale=1)
+        by_group = gr.Checkbox(
+            value=False,
+            label="By group (the Group by menu below): mean ± std",
+            elem_id="compare-curves-grouped",
+            scale=2,
+        )
     curves = gr.Plot(label="Learning curves", elem_id="compare-plot")
     with gr.Row(equal_height=True):
         hparams_button = gr.Button(
@@ -762,22 +768,34 @@ def compare_tab(
     runs.input(curve_metrics, inputs=[runs, metric], outputs=[metric], api_name="runs_metrics")
 
     def on_plot(
-        selected: list[str], names: list[str] | str, weight: float, x: str, log: bool
+        selected: list[str],
+        names: list[str] | str,
+        weight: float,
+        x: str,
+        log: bool,
+        grouped: bool,
+        grouped_by: str | None,
     ) -> list:
         try:
             figure = compare_actions.curves_chart(
-                ctx, selected, names, smoothing=float(weight or 0), x_axis=x, log_y=log
+                ctx,
+                selected,
+                names,
+                smoothing=float(weight or 0),
+                x_axis=x,
+                log_y=log,
+                group_by=grouped_by if grouped else None,
             )
         except actions.REFUSED as error:
             return _plot_error(str(error))
         return ["", figure]
 
-    curve_inputs = [runs, metric, smoothing, x_axis, log_y]
+    curve_inputs = [runs, metric, smoothing, x_axis, log_y, by_group, group_by]
     plot_button.click(
         on_plot, inputs=curve_inputs, outputs=[message, curves], api_name="compare_curves"
     )
     # The drawing options redraw the curves shown (once some are).
-    for control in (smoothing, x_axis, log_y):
+    for control in (smoothing, x_axis, log_y, by_group):
         control.input(
             on_plot,
             inputs=curve_inputs,

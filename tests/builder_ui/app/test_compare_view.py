@@ -223,3 +223,16 @@ def test_grouping_the_runs_shown_by_a_column_gives_each_groups_mean_and_std(mixe
         compare_actions.grouped(ctx, None, "")
     with pytest.raises(actions.AppError, match=r"'model\.nope' is not a column"):
         compare_actions.grouped(ctx, None, "model.nope")
+
+
+def test_curves_by_group_draw_one_mean_per_value_of_the_column(mixed):
+    ctx, ids = mixed  # six finished runs, two of each of three model types
+    figure = compare_actions.curves_chart(ctx, ids[:6], "val_loss", group_by="model.type")
+    means = [trace.name for trace in figure.data if trace.mode == "lines+markers"]
+    assert sorted(means) == [
+        "pointer_network (2 runs)",
+        "seq2seq (2 runs)",
+        "sequence_classifier (2 runs)",
+    ]
+    with pytest.raises(actions.AppError, match="is not a column of the runs picked"):
+        compare_actions.curves_chart(ctx, ids[:6], "val_loss", group_by="model.nope")

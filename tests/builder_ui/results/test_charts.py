@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -313,3 +314,25 @@ def test_curves_smoothed_on_the_seconds_of_training_with_a_log_scale(tmp_path):
         charts.learning_curves(records, ["val_loss"], smoothing=1.0)
     with pytest.raises(ValueError, match=r"`x_axis`, expected one of epoch, time, got 'step'"):
         charts.learning_curves(records, ["val_loss"], x_axis="step")
+
+
+def test_grouped_curves_draw_each_groups_mean_and_a_band_of_one_std(tmp_path):
+    losses = {"a1": [1.0, 2.0], "a2": [3.0, 4.0], "b1": [0.5, 0.25]}
+    with RunStore(tmp_path / "runs") as store:
+        ids = {}
+        for name, values in losses.items():
+            run_id = ids[name] = store.create_run(full_spec("sequence_classifier"), name=name)
+            for epoch, value in enumerate(values, start=1):
+                store.append_epoch(run_id, epoch, {"val_loss": value})
+        records = store.list_runs(ids=list(ids.values()), history=True)
+    groups = {ids["a1"]: "A", ids["a2"]: "A", ids["b1"]: "B"}
+    figure = charts.group_curves(records, ["val_loss"], groups)
+    band, mean_a, mean_b = figure.data  # one band for A (two runs), none for B (one)
+    assert mean_a.name == "A (2 runs)" and mean_b.name == "B (1 run)"
+    assert list(mean_a.y) == pytest.approx([2.0, 3.0], rel=EXACT)  # (1 + 3) / 2, (2 + 4) / 2
+    assert list(mean_b.y) == pytest.approx([0.5, 0.25], rel=EXACT)
+    spread = np.std([1.0, 3.0], ddof=1)  # = std of [2, 4]: sqrt(2)
+    assert list(band.x) == [1, 2, 2, 1] and band.fill == "toself"
+    assert list(band.y) == pytest.approx([2 + spread, 3 + spread, 3 - spread, 2 - spread])
+    with pytest.raises(ValueError, match="expected metrics the runs of the groups logged"):
+        charts.group_curves(records, ["bleu"], groups)

@@ -213,7 +213,9 @@ def compare(
             row[column] = getattr(record, column)
         rows.append(row)
     metrics = list(dict.fromkeys(metric_column(name) for name in metric_names))
-    bests = best_epochs(store.epoch_metrics() if records else {})
+    # The runs asked for by id: their epochs only (the whole store's otherwise).
+    picked = [record.id for record in records] if run_ids is not None else None
+    bests = best_epochs(store.epoch_metrics(picked) if records else {})
     best_columns = []
     for metric in dict.fromkeys(m for run in bests.values() for m in run):
         best_columns += [best_column(metric), f"{best_column(metric)}_epoch"]
@@ -223,6 +225,26 @@ def compare(
     columns = [*LEADING_COLUMNS, *(ANNOTATION_COLUMNS if annotations else ()), *fields]
     columns += [*metrics, *best_columns, *EPOCH_COLUMNS, *TRAILING_COLUMNS]
     return pd.DataFrame(rows, columns=columns)
+
+
+def run_cell(record: RunRecord, column: str) -> Any:
+    """What `compare`'s table holds for `record` in `column`, read from the record alone: its
+    id, name, status, sweep or tags (joined), else a spec field (`_MISSING` if it has none)."""
+    attributes = {
+        "id": record.id,
+        "name": record.name,
+        "status": record.status,
+        "sweep": record.sweep_id,
+        "tags": ", ".join(record.tags),
+    }
+    if column in attributes:
+        return attributes[column]
+    flat = flatten(record.spec)
+    return _cell(flat[column]) if column in flat else MISSING
+
+
+# `run_cell` of a column a run does not have.
+MISSING = object()
 
 
 def best_column(metric: str) -> str:

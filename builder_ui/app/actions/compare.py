@@ -444,11 +444,13 @@ def curves_chart(
     try:
         records = compare.select(ctx.store, run_ids, history=True)
         if group_by:
-            table = compare.compare(ctx.store, run_ids, annotations=True)
-            if group_by not in table.columns:
+            cells = {record.id: compare.run_cell(record, group_by) for record in records}
+            if all(cell is compare.MISSING for cell in cells.values()):
                 raise AppError(f"Group by: {group_by!r} is not a column of the runs picked.")
-            labels = [compare.cell_text(value) or "(none)" for value in table[group_by]]
-            groups = dict(zip(table["id"], labels, strict=True))
+            groups = {
+                run_id: (compare.cell_text(None if cell is compare.MISSING else cell) or "(none)")
+                for run_id, cell in cells.items()
+            }
             figure = charts.group_curves(records, metrics, groups)
             if log_y:
                 figure.update_yaxes(type="log")

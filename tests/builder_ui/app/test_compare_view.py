@@ -234,5 +234,8 @@ def test_curves_by_group_draw_one_mean_per_value_of_the_column(mixed):
         "seq2seq (2 runs)",
         "sequence_classifier (2 runs)",
     ]
+    # A column every run picked shares is one group, not an error.
+    figure = compare_actions.curves_chart(ctx, ids[:6], "val_loss", group_by="status")
+    assert [t.name for t in figure.data if t.mode == "lines+markers"] == ["done (6 runs)"]
     with pytest.raises(actions.AppError, match="is not a column of the runs picked"):
         compare_actions.curves_chart(ctx, ids[:6], "val_loss", group_by="model.nope")

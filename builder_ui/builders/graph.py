@@ -13,8 +13,10 @@ layer named by the node's `id`, made with the node's `params` (the layer's own
 constructor arguments) and called on the nodes its `inputs` name, port by port.
 `Input` is the task's input and `Output` the task's head (a float32 softmax over
 the classes, or a linear regressor). On a translation task (token-sequence
-targets) one `RecurrentDecoder` block, the whole decoder (`graph_decoder`),
-feeds the Output, and the model built is `keras_seq.models.AssembledSeq2Seq`.
+targets) one decoder block, the whole decoder (`graph_decoder`), feeds the
+Output: a `RecurrentDecoder`, and the model built is
+`keras_seq.models.AssembledSeq2Seq`, or a `TransformerDecoder`, and it is
+`keras_seq.models.AssembledTransformerSeq2Seq`.
 
 Validation comes in two steps, as for every model type. The structure (ids,
 blocks, ports, references, cycles, nodes that lead nowhere) is the pydantic
@@ -31,7 +33,8 @@ parameter count, without training or allocating any weights.
 
 The same walk builds, checks and estimates the model types that are short
 forms of a graph (`sequence_classifier`, `sequence_regressor`,
-`vision_transformer`: `short_forms` writes them out as nodes): `build_nodes`,
+`vision_transformer`, the Transformer `seq2seq`: `short_forms` writes them out
+as nodes): `build_nodes`,
 `check_nodes` and `estimate_nodes` serve `GraphBuilder` and `ShortFormBuilder`
 alike, and `preset_as_graph` puts a short form's nodes in its spec ("Open as
 graph", `keras-seq graph`).
@@ -60,7 +63,7 @@ from builder_ui.builders import (
 )
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.registry import register_model
-from builder_ui.builders.seq2seq import Seq2SeqBuilder
+from builder_ui.builders.translating import Translating
 from builder_ui.builders.validation import load_spec, resolve_component
 from builder_ui.specs import ExperimentSpec, ModelParams, SpecError, StrictModel
 
@@ -146,13 +149,14 @@ def plain_nodes(params: GraphParams) -> list[dict[str, Any]]:
 
 @register_model("graph")
 class GraphBuilder(ModelBuilder):
-    """Builds a graph: a functional `keras.Model`, or for a translating task an `AssembledSeq2Seq`.
+    """Builds a graph: a functional `keras.Model`, or for a translating task a seq2seq model.
 
     A task whose targets are token sequences (`toy_translation`, `parallel_text`)
-    needs one `RecurrentDecoder` block feeding the Output (`graph_decoder`): the
-    nodes before it become the encoder, a functional model from the source ids to
-    its `memory` and `state` ports, under `keras_seq.models.AssembledSeq2Seq`,
-    which trains, decodes and is scored (BLEU, exact match) like every seq2seq.
+    needs one decoder block feeding the Output (`graph_decoder`): the nodes before
+    it become the encoder, a functional model from the source ids to the block's
+    ports (`memory`, and `state` for a `RecurrentDecoder`), under the block's model
+    (`AssembledSeq2Seq`, `AssembledTransformerSeq2Seq`), which trains, decodes and
+    is scored (BLEU, exact match) like every seq2seq.
     """
 
     params = GraphParams
@@ -170,9 +174,11 @@ class GraphBuilder(ModelBuilder):
         """Each node's weights and kept activations, from its layer built symbolically
         (`estimate_nodes`); None for a graph with problems (`check` reports them)."""
         index = {node.id: position for position, node in enumerate(params.nodes)}
-        return estimate_nodes(
-            plain_nodes(params), task, lambda node_id: f"model.nodes[{index[node_id]}].params"
-        )
+
+        def field_of(node_id: str, param: str | None = None) -> str:
+            return f"model.nodes[{index[node_id]}].params" + (f".{param}" if param else "")
+
+        return estimate_nodes(plain_nodes(params), task, field_of)
 
     def build(self, params, task):
         """A functional `keras.Model` whose layers are named by node id (see the class)."""
@@ -202,7 +208,7 @@ class GraphBuilder(ModelBuilder):
 
 
 # What a translating graph shares with every seq2seq: its data, loss, metric and scoring.
-_SEQ2SEQ = Seq2SeqBuilder()
+_SEQ2SEQ = Translating()
 
 
 def check_nodes(nodes: list[dict[str, Any]], task: Any) -> list[graph_shapes.NodeProblem]:
@@ -220,7 +226,7 @@ def check_nodes(nodes: list[dict[str, Any]], task: Any) -> list[graph_shapes.Nod
 
 
 def estimate_nodes(
-    nodes: list[dict[str, Any]], task: Any, field_of: Callable[[str], str]
+    nodes: list[dict[str, Any]], task: Any, field_of: Callable[..., str]
 ) -> list[memory.Part] | None:
     """One `memory.Part` per node: its layer's weights and what it keeps for the backward pass.
 
@@ -228,12 +234,14 @@ def estimate_nodes(
     for the machine is refused before its weights exist. The weights are the built
     layer's `count_params()`; the activations, what `memory.kept_floats` reads off the
     built layer (its output, a recurrent layer's states at every step, attention scores).
-    None for a graph with problems (`check_nodes` reports them).
+    A decoder block that holds a cache while decoding (`TransformerDecoder`) adds a part
+    of its own, `<id>_decoding`, with what its `decoding_floats` says, at the field of
+    its `max_length`. None for a graph with problems (`check_nodes` reports them).
 
     Args:
         nodes: The graph's nodes (`plain_nodes`, or a short form's `Expansion.nodes`).
         task: The task's data (its `inputs` and `targets` specs are read).
-        field_of: Node id → the spec field a refusal names for it.
+        field_of: `(node id, param name or None)` → the spec field a refusal names.
     """
     walk = graph_shapes.walk(nodes, task, symbolic=True)
     if walk.problems:
@@ -246,6 +254,12 @@ def estimate_nodes(
         weights = int(layer.count_params()) if layer.built else 0
         kept = memory.kept_floats(layer, inputs, output)
         parts.append(memory.Part(node_id, field_of(node_id), weights, kept))
+        decoding = getattr(layer, "decoding_floats", None)
+        if decoding is not None:
+            floats = decoding(int(inputs[0][1] or task.inputs.length))
+            parts.append(
+                memory.Part(f"{node_id}_decoding", field_of(node_id, "max_length"), 0, 0, floats)
+            )
     return parts
 
 
@@ -274,7 +288,7 @@ def build_nodes(nodes: list[dict[str, Any]], task: Any, name: str = "graph") -> 
         raise SpecError([(f"model.{p.path}", p.message) for p in walk.problems])
     if decoder is None:
         return keras.Model(walk.tensors[walk.input_id], walk.tensors[walk.output_id], name=name)
-    return _assembled_seq2seq(decoder, walk, task)
+    return _assembled_seq2seq(decoder, walk, task, name)
 
 
 class ShortFormBuilder(ModelBuilder):
@@ -352,38 +366,37 @@ def _fit_problems(
 
 
 def _decoder_node(nodes: list[dict[str, Any]]) -> dict[str, Any]:
-    return next(node for node in nodes if node["layer"] == graph_blocks.DECODER)
+    return next(node for node in nodes if node["layer"] in graph_blocks.DECODERS)
 
 
 def _output_id(nodes: list[dict[str, Any]]) -> str:
     return next(node["id"] for node in nodes if node["layer"] == graph_blocks.OUTPUT)
 
 
-def _assembled_seq2seq(decoder: dict[str, Any], walk: graph_shapes.Walk, task: Any) -> Any:
-    """`AssembledSeq2Seq` over the encoder the walk built up to the decoder's ports."""
+def _assembled_seq2seq(
+    decoder: dict[str, Any], walk: graph_shapes.Walk, task: Any, name: str
+) -> Any:
+    """The decoder block's model (`AssembledSeq2Seq`, `AssembledTransformerSeq2Seq`) over the
+    encoder the walk built up to the block's ports."""
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
-    from keras_seq.models import AssembledSeq2Seq
-
     targets = {"target_vocab_size": task.targets.vocab_size, "target_length": task.targets.length}
     # The block's layer class through the catalog, which imports it (and Keras) when asked.
-    block_class = graph_blocks.block(graph_blocks.DECODER).layer_class()
-    arguments = block_class(**targets, **decoder.get("params", {})).model_arguments()
+    block_class = graph_blocks.block(decoder["layer"]).layer_class()
+    block = block_class(**targets, **decoder.get("params", {}))
     ports = dict(decoder["inputs"])
-    if arguments["attention"] is None:  # the fixed vector: the memory is not read
+    if not block.reads_memory:  # the fixed vector: the memory is not read
         ports.pop("memory")
     outputs = {port: walk.tensors[source] for port, source in ports.items()}
     encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
-    return AssembledSeq2Seq(
-        task.inputs.vocab_size, task.targets.vocab_size, encoder, name="graph", **arguments
-    )
+    return block.assemble(task.inputs.vocab_size, encoder, name=name)
 
 
 def translates(spec: Mapping[str, Any]) -> bool:
     """Whether a spec document's model turns token sequences into token sequences.
 
-    A `seq2seq` model, or a `graph` with a `RecurrentDecoder` block; read from the
+    A `seq2seq` model, or a `graph` with a decoder block; read from the
     document alone (no task is loaded), for the views that translate or score BLEU.
     """
     model = spec.get("model") if isinstance(spec, Mapping) else None
@@ -393,7 +406,7 @@ def translates(spec: Mapping[str, Any]) -> bool:
         return True
     nodes = model.get("nodes") if model.get("type") == "graph" else None
     return isinstance(nodes, list) and any(
-        isinstance(node, Mapping) and node.get("layer") == graph_blocks.DECODER for node in nodes
+        isinstance(node, Mapping) and node.get("layer") in graph_blocks.DECODERS for node in nodes
     )
 
 
@@ -552,30 +565,19 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
 def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
     """The spec with its `model:` as the `graph` it is: "Open as graph" and `keras-seq graph`.
 
-    A `sequence_classifier`, `sequence_regressor` or `vision_transformer` becomes
-    the graph its builder builds (`short_forms.expand_short_form`: the same layers,
-    names, parameter count and outputs); an RNN `seq2seq` the graph of
+    A `sequence_classifier`, `sequence_regressor`, `vision_transformer` or Transformer
+    `seq2seq` becomes the graph its builder builds (`short_forms.expand_short_form`:
+    the same layers, names, parameter count and outputs); an RNN `seq2seq` the graph of
     `short_forms.seq2seq_nodes`, its decoder one `RecurrentDecoder` block (see
     there for where an LSTM or a deep decoder starts differently). The other
     sections are kept; a sweep is left out: its paths name the short form's fields,
     which a graph does not have.
 
     Raises:
-        SpecError: at `model.type` for a model type that does not open as a graph yet,
-            at `model.architecture` for a Transformer seq2seq.
+        SpecError: at `model.type` for a model type that does not open as a graph yet.
     """
     spec = load_spec(spec)
     model = spec.model
-    if model.type == "seq2seq" and model.architecture.type != "rnn":
-        raise SpecError(
-            [
-                (
-                    "model.architecture",
-                    "only an RNN seq2seq opens as a graph (its decoder is the RecurrentDecoder "
-                    "block); a Transformer decoder is not a block yet",
-                )
-            ]
-        )
     if model.type not in short_forms.OPENS_AS_GRAPH:
         types = short_forms.OPENS_AS_GRAPH
         raise SpecError(
@@ -587,7 +589,7 @@ def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
                 )
             ]
         )
-    if model.type == "seq2seq":
+    if model.type == "seq2seq" and model.architecture.type == "rnn":
         nodes = short_forms.seq2seq_nodes(model)
     else:
         task = _task_shapes(json.dumps(spec.task.model_dump(mode="json"), sort_keys=True))

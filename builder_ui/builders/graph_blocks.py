@@ -5,9 +5,9 @@ tensors it reads, in the order its `call` takes them positionally; an
 *optional port* is passed by keyword (the attention layers' `key`); a
 *variadic port* takes a list of two or more tensors (`Add`, `Concatenate`).
 `Input` and `Output` are the two special blocks: the task's input, and the
-task's head (softmax over the classes, or a linear regressor; after a
-`RecurrentDecoder`, the block of a translating graph, a softmax over the
-target words).
+task's head (softmax over the classes, or a linear regressor; after a decoder
+block, `RecurrentDecoder` or `TransformerDecoder`, the block of a translating
+graph, a softmax over the target words).
 
 What is here is plain data, known without Keras, so that validating a spec's
 structure (`builder_ui.builders.graph`) does not load it. The parameters are
@@ -45,7 +45,8 @@ KINDS = ("int", "float", "bool", "str", "choice")
 
 INPUT, OUTPUT = "Input", "Output"
 # A translating graph's whole decoder, one composite block (`graph_decoder`).
-DECODER = "RecurrentDecoder"
+RECURRENT_DECODER, TRANSFORMER_DECODER = "RecurrentDecoder", "TransformerDecoder"
+DECODERS = (RECURRENT_DECODER, TRANSFORMER_DECODER)
 
 # Constructor arguments never offered: set by the builder, not JSON, or more than one output.
 _NEVER = frozenset(
@@ -278,7 +279,7 @@ _BUILTIN: tuple[Block, ...] = (
         ports=("x", "context"),
     ),
     Block(
-        DECODER,
+        RECURRENT_DECODER,
         _group("Decoders"),
         "A seq2seq's decoder (Sutskever 2014; Bahdanau or Luong attention): target embedding, "
         "recurrent cells reading the encoder's memory, from its state.",
@@ -290,6 +291,19 @@ _BUILTIN: tuple[Block, ...] = (
             "attention": (None, "bahdanau", "luong_dot", "luong_general", "luong_concat"),
         },
         kinds={"attention_units": "int"},
+        filled={
+            "target_vocab_size": "the task's target vocabulary size",
+            "target_length": "the task's target length",
+        },
+    ),
+    Block(
+        TRANSFORMER_DECODER,
+        _group("Decoders"),
+        "The Transformer's decoder (Vaswani 2017): target embedding ·√d, positions, causal "
+        "blocks cross-attending to the encoder's memory; decodes with a key/value cache.",
+        "builder_ui.builders.graph_decoder:TransformerDecoderStack",
+        ports=("memory",),
+        choices={"positions": ("sinusoidal", "learned")},
         filled={
             "target_vocab_size": "the task's target vocabulary size",
             "target_length": "the task's target length",
@@ -346,6 +360,13 @@ _BUILTIN: tuple[Block, ...] = (
         _group("Layers"),
         "Normalises each vector to zero mean and unit variance.",
         _keras("LayerNormalization"),
+    ),
+    Block(
+        "Rescaling",
+        _group("Layers"),
+        "x · scale + offset (a Transformer scales its token embeddings by √d_model).",
+        _keras("Rescaling"),
+        kinds={"scale": "float"},
     ),
     Block(
         "ReverseWithinLength",

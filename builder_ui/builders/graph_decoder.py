@@ -1,10 +1,18 @@
-"""The `RecurrentDecoder` block: a seq2seq graph's whole decoder as one composite block.
+"""The decoder blocks: a seq2seq graph's whole decoder as one composite block.
 
     Input ─▶ … encoder blocks … ─┬─▶ memory ─┐
                                  └─▶ state ──┴─▶ RecurrentDecoder ─▶ Output (softmax over words)
+    Input ─▶ … encoder blocks … ───▶ memory ───▶ TransformerDecoder ─▶ Output
 
 A graph whose task translates (its targets are token sequences) has exactly one
-`RecurrentDecoder` block, and it feeds the `Output`. The block is the decoder
+decoder block, and it feeds the `Output`. Each block gives the graph's walk its
+decoder's weights (the same sublayers the model makes, so the parameter count
+and the refusals are the model's) and its outputs' shape, `(batch, T, width)`
+with `T` the task's target length, without running the decoder; `assemble`
+makes the model that trains, decodes (greedy, beam search, sampling) and
+translates text like every seq2seq model, over the encoder the walk built.
+
+`RecurrentDecoder` (`DecoderBlock`) is the decoder
 half of `keras_seq.models.AssembledSeq2Seq`: the target embedding, the shift
 of the target to the right, and `keras_seq.layers.RecurrentDecoder` (its cell,
 layers and Bahdanau or Luong attention), reading the encoder states at its
@@ -12,21 +20,31 @@ layers and Bahdanau or Luong attention), reading the encoder states at its
 encoder's summary `(batch, units)` (e.g. a `FinalStatePooling` block's). The
 `Output` is that model's `output_projection` and softmax.
 
-`DecoderBlock` is what the graph's walk calls for this block: it builds the
-same sublayers as the model (so its parameter count and its refusals are the
-model's) and gives the decoder outputs' shape, `(batch, T, output_dim)` with
-`T` the task's target length, without running the decoder. The model trained
-is `AssembledSeq2Seq`, built from the walk's encoder tensors
-(`builder_ui.builders.graph.GraphBuilder.build`), which decodes greedily and
-by beam search and translates text like every seq2seq model.
+The model it assembles is `AssembledSeq2Seq`.
+
+`TransformerDecoder` (`TransformerDecoderStack`) is the decoder half of
+`keras_seq.models.TransformerSeq2Seq` (Vaswani et al. 2017): the target
+embedding scaled by √d_model, the positions, `num_layers` causal decoder blocks
+cross-attending to `memory` (and a final norm when pre-LN); decoding keeps each
+block's self-attention keys and values for `max_length` positions (its
+`decoding_floats`, what the memory estimate counts). The model it assembles is
+`keras_seq.models.AssembledTransformerSeq2Seq`.
 """
 
 from __future__ import annotations
 
 import keras
 
+from builder_ui.builders import memory
 from keras_seq import validation
-from keras_seq.layers import RecurrentDecoder
+from keras_seq.layers import (
+    LearnedPositionalEmbedding,
+    RecurrentDecoder,
+    SinusoidalPositionalEncoding,
+    TransformerDecoderBlock,
+)
+from keras_seq.models import AssembledSeq2Seq, AssembledTransformerSeq2Seq
+from keras_seq.models.transformer_seq2seq import decoder_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
@@ -121,6 +139,11 @@ class DecoderBlock(keras.layers.Layer):
             "keras_seq.models.AssembledSeq2Seq (GraphBuilder.build makes it)"
         )
 
+    @property
+    def reads_memory(self) -> bool:
+        """Whether the model reads the `memory` port: only through an attention."""
+        return self.decoder.attention is not None
+
     def model_arguments(self) -> dict:
         """`AssembledSeq2Seq`'s decoder arguments for this block."""
         decoder = self.decoder
@@ -134,6 +157,144 @@ class DecoderBlock(keras.layers.Layer):
             "embedding_dim": self.embedding_dim,
             "dropout": self.dropout,
         }
+
+    def assemble(self, source_vocab_size, encoder, name="graph"):
+        """The model that trains: `AssembledSeq2Seq` over `encoder` (source ids → ports)."""
+        return AssembledSeq2Seq(
+            source_vocab_size, self.target_vocab_size, encoder, name=name, **self.model_arguments()
+        )
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "target_vocab_size": self.target_vocab_size,
+            "target_length": self.target_length,
+            **self.model_arguments(),
+        }
+
+
+@keras.saving.register_keras_serializable(package="keras_seq")
+class TransformerDecoderStack(keras.layers.Layer):
+    """The decoder half of `TransformerSeq2Seq` as one block: shapes and weights, not a pass.
+
+    Called on the encoder's `memory` `(batch, S, d_enc)`, it gives the last
+    decoder block's outputs, `(batch, target_length, embedding_dim)`.
+
+    Args:
+        target_vocab_size: Target token ids (the task's).
+        target_length: Target steps (the task's); at most `max_length`.
+        num_layers: Decoder blocks.
+        embedding_dim: `d_model`: the target embeddings' and the blocks' width.
+        num_heads: Attention heads; must divide `embedding_dim`.
+        ff_dim: Inner size of the feed-forward networks.
+        norm_first: Pre-LN blocks, and a final `LayerNormalization`.
+        max_length: The longest target decoding can write (each block's
+            key/value cache holds this many positions).
+        positions: `sinusoidal` or `learned`.
+        dropout: Dropout after the positions and inside every block.
+    """
+
+    def __init__(
+        self,
+        target_vocab_size,
+        target_length,
+        num_layers=1,
+        embedding_dim=64,
+        num_heads=4,
+        ff_dim=128,
+        norm_first=False,
+        max_length=128,
+        positions="sinusoidal",
+        dropout=0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.target_vocab_size = int(target_vocab_size)
+        self.target_length = int(target_length)
+        arguments = decoder_arguments(
+            num_layers, embedding_dim, num_heads, ff_dim, norm_first, max_length, positions
+        )
+        for name, value in arguments.items():
+            setattr(self, name, value)
+        self.dropout = validation.rate("dropout", dropout)
+        if self.target_length > self.max_length:
+            raise ValueError(
+                f"max_length: expected at least {self.target_length}, the task's target "
+                f"length (decoding writes up to max_length positions), got {self.max_length}"
+            )
+        self.supports_masking = True  # the source mask is the model's (source != PAD)
+
+    def build(self, memory_shape):
+        if len(memory_shape) != 3:
+            raise ValueError(
+                f"memory must be the encoder states (batch, S, d_enc), got {tuple(memory_shape)}"
+            )
+        # The weights `AssembledTransformerSeq2Seq` makes for its decoder half.
+        self.target_embedding = keras.layers.Embedding(
+            self.target_vocab_size, self.embedding_dim, name="target_embedding"
+        )
+        self.target_embedding.build((None, None))
+        features = (None, None, self.embedding_dim)
+        if self.positions == "learned":
+            self.target_position_embedding = LearnedPositionalEmbedding(
+                self.max_length, name="target_position_embedding"
+            )
+        else:
+            self.target_position_embedding = SinusoidalPositionalEncoding(name="position_encoding")
+        self.target_position_embedding.build(features)
+        self.decoder_blocks = []
+        for index in range(self.num_layers):
+            block = TransformerDecoderBlock(
+                num_heads=self.num_heads,
+                ff_dim=self.ff_dim,
+                dropout=self.dropout,
+                norm_first=self.norm_first,
+                name=f"decoder_block_{index}",
+            )
+            block.build(features, tuple(memory_shape))
+            self.decoder_blocks.append(block)
+        if self.norm_first:
+            self.decoder_layer_norm = keras.layers.LayerNormalization(
+                epsilon=1e-5, name="decoder_layer_norm"
+            )
+            self.decoder_layer_norm.build(features)
+        self.built = True
+
+    def compute_output_spec(self, memory):
+        if not self.built:  # Keras builds before asking when called; a direct ask builds here
+            self.build(memory.shape)
+        shape = (memory.shape[0], self.target_length, self.embedding_dim)
+        return keras.KerasTensor(shape, dtype=self.compute_dtype)
+
+    def compute_mask(self, memory, mask=None):
+        return None
+
+    def call(self, memory):
+        raise NotImplementedError(
+            "TransformerDecoderStack gives a graph's shapes and weights; the model that runs "
+            "is keras_seq.models.AssembledTransformerSeq2Seq (its assemble makes it)"
+        )
+
+    reads_memory = True  # every block cross-attends to it
+
+    def decoding_floats(self, source_length):
+        """Floats per example decoding holds at once: every block's key/value cache."""
+        cache = memory.decoder_cache(
+            self.max_length, self.embedding_dim, self.num_heads, source_length
+        )
+        return self.num_layers * cache
+
+    def model_arguments(self) -> dict:
+        """`AssembledTransformerSeq2Seq`'s decoder arguments for this block."""
+        names = ("num_layers", "embedding_dim", "num_heads", "ff_dim", "norm_first")
+        names += ("max_length", "positions", "dropout")
+        return {name: getattr(self, name) for name in names}
+
+    def assemble(self, source_vocab_size, encoder, name="graph"):
+        """The model that trains: `AssembledTransformerSeq2Seq` over `encoder`'s memory."""
+        return AssembledTransformerSeq2Seq(
+            source_vocab_size, self.target_vocab_size, encoder, name=name, **self.model_arguments()
+        )
 
     def get_config(self):
         return {

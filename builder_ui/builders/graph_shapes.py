@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder_ui.builders import graph_blocks
-from builder_ui.builders.graph_blocks import DECODER, INPUT, OUTPUT
+from builder_ui.builders.graph_blocks import DECODERS, INPUT, OUTPUT
 from builder_ui.specs.errors import shown
 
 MAX_MESSAGE = 400  # characters of a layer's own error message kept
@@ -547,9 +547,10 @@ def _step(index: int, node: Mapping[str, Any], task: Any, walk: Walk, cached: bo
 
 
 def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodeProblem]:
-    """What the task asks of the graph's shape: one `RecurrentDecoder` feeding the Output
-    when it translates (token-sequence targets), none otherwise."""
-    decoders = [index for index, node in enumerate(nodes) if node["layer"] == DECODER]
+    """What the task asks of the graph's shape: one decoder block (`RecurrentDecoder` or
+    `TransformerDecoder`) feeding the Output when it translates (token-sequence targets),
+    none otherwise."""
+    decoders = [index for index, node in enumerate(nodes) if node["layer"] in DECODERS]
     kind = task.targets.kind
     if kind != "sequence":
         return [
@@ -558,7 +559,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
                 nodes[index]["id"],
                 "layer",
                 f"{_label(nodes[index])}: the task's targets are {kind}, not token sequences; "
-                "a RecurrentDecoder writes target sentences (translation tasks)",
+                f"a {nodes[index]['layer']} writes target sentences (translation tasks)",
             )
             for index in decoders
         ]
@@ -569,8 +570,8 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
                 None,
                 "",
                 f"task {task.name!r} translates (its targets are token sequences): the graph "
-                "needs one RecurrentDecoder block, its memory port fed by the encoder, feeding "
-                "the Output",
+                "needs one decoder block (RecurrentDecoder or TransformerDecoder), its memory "
+                "port fed by the encoder, feeding the Output",
             )
         ]
     problems = [
@@ -578,11 +579,11 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
             index,
             nodes[index]["id"],
             "layer",
-            f"{_label(nodes[index])}: expected exactly one {DECODER} node, got {len(decoders)}",
+            f"{_label(nodes[index])}: expected exactly one decoder block, got {len(decoders)}",
         )
         for index in decoders[1:]
     ]
-    decoder = nodes[decoders[0]]["id"]
+    decoder, decoder_layer = nodes[decoders[0]]["id"], nodes[decoders[0]]["layer"]
     if task.inputs.kind != "tokens":
         problems.append(
             NodeProblem(
@@ -602,7 +603,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
                     index,
                     node["id"],
                     "inputs.x",
-                    f"{_label(node)}: in a translating graph the Output reads the {DECODER} "
+                    f"{_label(node)}: in a translating graph the Output reads the {decoder_layer} "
                     f"({decoder}) directly: its softmax is over the target words at each step",
                 )
             )
@@ -612,7 +613,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
                     index,
                     node["id"],
                     f"inputs.{reads[0]}",
-                    f"{_label(node)} port {reads[0]}: only the Output may read the {DECODER} "
+                    f"{_label(node)} port {reads[0]}: only the Output may read the {decoder_layer} "
                     f"({decoder}); the decoder's steps are the model's last layer before it",
                 )
             )

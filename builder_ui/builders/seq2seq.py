@@ -9,15 +9,12 @@ al. (2017). `architecture: transformer` alone takes that architecture's
 defaults, so `--set model.architecture=transformer` or a sweep over
 `model.architecture: [rnn, transformer]` switches between them.
 
-Training is teacher-forced: `model.fit` gets `{"source": x, "target": y}` and
-`y`, compiled with a cross-entropy and a token accuracy that leave padding
-out (`token_accuracy`). `evaluate` also decodes the validation sources
-greedily (`keras_seq.models.decoding.compile_decoder`) and scores the
-outputs against the validation targets (decoded by the target vocabulary, so
-words unseen in training read `<unk>` on both sides):
-
-- `bleu`: corpus BLEU, 0 to 100 (`keras_seq.metrics.corpus_bleu`);
-- `exact_match`: the fraction of outputs equal to their target.
+The Transformer is a short form of a graph (`short_forms`): its encoder block
+by block and its decoder one `TransformerDecoder` block, built, checked and
+counted by the graph builder's walk (`graph.ShortFormBuilder`), so it opens on
+the canvas as the model it trains. The RNN architecture is built by
+`keras_seq.models.RNNSeq2Seq` (`short_forms.seq2seq_nodes` opens it as a graph).
+Training and scoring (teacher forcing, BLEU, exact match) are `translating`'s.
 
 Spec example:
 
@@ -31,13 +28,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import numpy as np
 from pydantic import Field, model_validator
 
 from builder_ui.builders import memory
-from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.fields import Layers, Rate, Units
+from builder_ui.builders.graph import ShortFormBuilder
 from builder_ui.builders.registry import register_model
+from builder_ui.builders.translating import Translating
 from builder_ui.specs import ModelParams, StrictModel, TypeShorthand
 
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")
@@ -156,7 +153,7 @@ class Seq2SeqParams(ModelParams):
 
 
 @register_model("seq2seq")
-class Seq2SeqBuilder(ModelBuilder):
+class Seq2SeqBuilder(Translating, ShortFormBuilder):
     params = Seq2SeqParams
     input_kinds = ("tokens",)
     target_kinds = ("sequence",)
@@ -189,64 +186,28 @@ class Seq2SeqBuilder(ModelBuilder):
                     f"more than {MAX_LAYER_PARAMS:,} weights",
                 )
             )
-        return problems
+        if problems or architecture.type == "rnn":
+            return problems
+        return super().check(params, task)  # the graph's own check (`ShortFormBuilder`)
 
     def build(self, params, task):
+        if params.architecture.type == "transformer":
+            return super().build(params, task)  # the graph (`ShortFormBuilder`)
         # Keras loads on first use, not on import (specs and the app start without it).
         from keras_seq.models import seq2seq
 
         return seq2seq(task.inputs.vocab_size, task.targets.vocab_size, **params.arguments())
 
     def estimate(self, params, task):
-        """The layers `build` makes, counted from the fields (see `memory.Part`)."""
+        """The Transformer's graph counted from its layers (`ShortFormBuilder`); the RNN's
+        layers counted from the fields (see `memory.Part`)."""
         if params.architecture.type == "rnn":
             return _rnn_parts(params, task)
-        return _transformer_parts(params, task)
+        return super().estimate(params, task)
 
     def model_width(self, params):
         architecture = params.architecture
         return architecture.embedding_dim if architecture.type == "transformer" else None
-
-    def fit_data(self, params, task):
-        return (
-            {"source": task.x_train, "target": task.y_train},
-            task.y_train,
-            {"source": task.x_val, "target": task.y_val},
-            task.y_val,
-        )
-
-    def compile_args(self, params, task):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        from keras_seq.losses import MaskedSparseCategoricalCrossentropy
-        from keras_seq.metrics import MaskedTokenAccuracy
-
-        return {"loss": MaskedSparseCategoricalCrossentropy(), "metrics": [MaskedTokenAccuracy()]}
-
-    def monitor_metric(self, params, task):
-        return "val_token_accuracy"
-
-    def evaluate(self, model, params, prepared):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        import keras
-
-        from keras_seq.metrics import corpus_bleu, exact_match
-        from keras_seq.models.decoding import compile_decoder
-
-        metrics = prepared.keras_metrics(model)
-        task = prepared.task
-        decode = compile_decoder(model, task.targets.length)
-        batch = memory.decode_batch(prepared.spec.train.batch_size)  # as the estimate counts
-        outputs = [
-            keras.ops.convert_to_numpy(decode(task.x_val[start : start + batch]).ids)
-            for start in range(0, len(task.x_val), batch)
-        ]
-        ids = np.concatenate(outputs)
-        vocabulary = task.target_vocabulary
-        hypotheses = [vocabulary.decode(row) for row in ids]
-        references = [vocabulary.decode(row) for row in task.y_val]
-        metrics["bleu"] = corpus_bleu(hypotheses, references)
-        metrics["exact_match"] = exact_match(hypotheses, references)
-        return metrics
 
 
 def _embedding_parts(params, task):
@@ -309,48 +270,3 @@ def _attention_part(arch, source, target):
     if arch.attention in LUONG:
         weights += memory.dense(2 * units, units, bias=False)  # W_c [c_t; h_t]
     return memory.Part("attention", field or "model.architecture.units", weights, kept)
-
-
-def _transformer_parts(params, task):
-    """`keras_seq.models.TransformerSeq2Seq`: positions, encoder and decoder blocks, output."""
-    arch, layers = params.architecture, params.num_layers
-    d, ff, heads = arch.embedding_dim, arch.ff_dim, arch.num_heads
-    field = "model.architecture.embedding_dim"
-    source, target = task.inputs.length, task.targets.length
-    parts = _embedding_parts(params, task)
-    if arch.positions == "learned":
-        weights = 2 * arch.max_length * d
-        parts.append(memory.Part("position_embedding", "model.architecture.max_length", weights))
-    block = memory.multi_head_attention(d) + 2 * memory.layer_norm(d)
-    feedforward = memory.feedforward(d, ff)
-    for index in range(layers):
-        parts += [
-            memory.Part(
-                f"encoder_block_{index}", field, block, memory.block_activations(source, d, 0)
-            ),
-            memory.Part(
-                f"decoder_block_{index}",
-                field,
-                block + memory.multi_head_attention(d) + memory.layer_norm(d),
-                2 * memory.block_activations(target, d, 0),
-            ),
-            memory.Part(
-                f"feedforward_{index}",
-                "model.architecture.ff_dim",
-                2 * feedforward,
-                2 * (source + target) * ff,
-            ),
-            memory.Part(
-                f"attention_scores_{index}",
-                "model.architecture.num_heads",
-                0,
-                memory.attention_scores(heads, source, source)
-                + memory.attention_scores(heads, target, target + source),
-            ),
-        ]
-    if arch.norm_first:
-        parts.append(memory.Part("layer_norms", field, 2 * memory.layer_norm(d)))
-    # `evaluate` decodes the validation sources; each block's cache covers `max_length`.
-    cache = layers * memory.decoder_cache(arch.max_length, d, heads, source)
-    parts.append(memory.Part("decoder_cache", "model.architecture.max_length", 0, 0, cache))
-    return [*parts, _output_part(d, field, task)]

@@ -37,16 +37,22 @@ Nothing here imports Keras.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from builder_ui.builders.graph_blocks import DECODER, INPUT, OUTPUT
+from builder_ui.builders.graph_blocks import (
+    INPUT,
+    OUTPUT,
+    RECURRENT_DECODER,
+    TRANSFORMER_DECODER,
+)
 
-# The model types `expand_short_form` writes out.
-EXPANDED_TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer")
+# The model types `expand_short_form` writes out (a `seq2seq` with the Transformer architecture).
+EXPANDED_TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq2seq")
 # The model types that open as a graph: those, and the RNN seq2seq (`seq2seq_nodes`).
-OPENS_AS_GRAPH = (*EXPANDED_TYPES, "seq2seq")
+OPENS_AS_GRAPH = EXPANDED_TYPES
 
 # Each `encoder.cell` (and `architecture.cell` of a seq2seq) is this block.
 CELL_LAYERS = {"simple": "SimpleRNN", "gru": "GRU", "lstm": "LSTM", "cec_lstm": "CECLSTM"}
@@ -87,9 +93,12 @@ class Expansion:
     nodes: tuple[dict[str, Any], ...]
     fields: Mapping[str, str] = field(default_factory=dict)
 
-    def field_of(self, node_id: str | None) -> str:
-        """The field behind a node (`model` for a node no field sizes)."""
-        return self.fields.get(node_id, "model") if node_id is not None else "model"
+    def field_of(self, node_id: str | None, param: str | None = None) -> str:
+        """The field behind a node, or behind one of its params where the expansion names
+        it (`decoder.max_length`); `model` for a node no field sizes."""
+        if node_id is None:
+            return "model"
+        return self.fields.get(f"{node_id}.{param}") or self.fields.get(node_id, "model")
 
 
 def cec_arguments(encoder: Any) -> dict[str, Any]:
@@ -99,7 +108,8 @@ def cec_arguments(encoder: Any) -> dict[str, Any]:
 
 
 def expand_short_form(model: Any, input_kind: str) -> Expansion:
-    """The graph of a `sequence_classifier`, `sequence_regressor` or `vision_transformer`.
+    """The graph of a `sequence_classifier`, `sequence_regressor`, `vision_transformer` or
+    Transformer `seq2seq`.
 
     Args:
         model: The validated `model:` section (its pydantic params).
@@ -116,6 +126,9 @@ def expand_short_form(model: Any, input_kind: str) -> Expansion:
     if model.type == "vision_transformer":
         source, nodes, fields = "images", *_vit_nodes(model)
         head = "classifier"
+    elif model.type == "seq2seq" and model.architecture.type == "transformer":
+        source, nodes, fields = "source", *_transformer_seq2seq_nodes(model)
+        head = "words"
     elif model.type in ("sequence_classifier", "sequence_regressor"):
         tokens = input_kind == "tokens"
         if model.encoder.type == "rnn":
@@ -127,7 +140,7 @@ def expand_short_form(model: Any, input_kind: str) -> Expansion:
     else:
         raise ValueError(
             f"model type {model.type!r} has no expansion into a graph; expected one of "
-            f"{', '.join(EXPANDED_TYPES)}"
+            f"{', '.join(EXPANDED_TYPES)} (a seq2seq with the transformer architecture)"
         )
     nodes = [node(source, INPUT, None), *nodes, node(head, OUTPUT, nodes[-1]["id"])]
     fields = {**fields, head: fields[nodes[-2]["id"]]}  # the head's width is the encoder's
@@ -287,10 +300,64 @@ def seq2seq_nodes(model: Any) -> list[dict[str, Any]]:
     nodes.append(
         {
             "id": "decoder",
-            "layer": DECODER,
+            "layer": RECURRENT_DECODER,
             "params": decoder,
             "inputs": {"memory": x, "state": "encoder_state"},
         }
     )
     nodes.append(node("words", OUTPUT, "decoder"))
     return nodes
+
+
+def _transformer_seq2seq_nodes(model: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A Transformer `seq2seq` (`keras_seq.models.TransformerSeq2Seq`): its encoder block by
+    block, and its decoder one `TransformerDecoder` block reading the encoder's memory.
+
+    The source embedding is scaled by √d_model (`Rescaling`, Vaswani et al. 2017 §3.4);
+    `mask_zero` on it gives the encoder blocks the model's source mask (`source != PAD`).
+    The decoder's memory refusal names `max_length` (its key/value cache).
+    """
+    arch, x = model.architecture, "source"
+    width = "model.architecture.embedding_dim"
+    nodes: list[dict[str, Any]] = []
+
+    def then(node_id: str, layer: str, **params: Any) -> None:
+        nonlocal x
+        nodes.append(node(node_id, layer, x, **params))
+        x = node_id
+
+    if model.reverse_source:
+        then("source_reversal", "ReverseWithinLength")
+    then("source_embedding", "Embedding", output_dim=arch.embedding_dim, mask_zero=True)
+    then("source_scale", "Rescaling", scale=math.sqrt(arch.embedding_dim))
+    if arch.positions == "learned":
+        then("source_position_embedding", "LearnedPositionalEmbedding", max_length=arch.max_length)
+    else:
+        then("position_encoding", "SinusoidalPositionalEncoding")
+    if model.dropout:
+        then("embedding_dropout", "Dropout", rate=model.dropout)
+    block = {"num_heads": arch.num_heads, "ff_dim": arch.ff_dim, "norm_first": arch.norm_first}
+    if model.dropout:
+        block["dropout"] = model.dropout
+    for index in range(model.num_layers):
+        then(f"encoder_block_{index}", "TransformerEncoderBlock", **block)
+    if arch.norm_first:
+        then("encoder_layer_norm", "LayerNormalization", epsilon=LAYER_NORM_EPSILON)
+    decoder = {
+        "num_layers": model.num_layers,
+        "embedding_dim": arch.embedding_dim,
+        "num_heads": arch.num_heads,
+        "ff_dim": arch.ff_dim,
+        "norm_first": arch.norm_first,
+        "max_length": arch.max_length,
+        "positions": arch.positions,
+    }
+    if model.dropout:
+        decoder["dropout"] = model.dropout
+    nodes.append(
+        {"id": "decoder", "layer": TRANSFORMER_DECODER, "params": decoder, "inputs": {"memory": x}}
+    )
+    fields = {item["id"]: width for item in nodes}
+    fields["source_position_embedding"] = "model.architecture.max_length"
+    fields["decoder.max_length"] = "model.architecture.max_length"
+    return nodes, fields

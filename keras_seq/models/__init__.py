@@ -27,7 +27,8 @@ and `decode_step` are their shared inference contract. `compile_for` picks
 `keras_seq.metrics.MaskedTokenAccuracy`, which leave padding out, for targets
 of kind "sequence". `AssembledSeq2Seq(source_vocab_size, target_vocab_size,
 encoder)` puts the same recurrent decoder over an encoder model of one's own
-(the Build tab's assembled graphs). `ShowAttendTell(target_vocab_size,
+(the Build tab's assembled graphs), `AssembledTransformerSeq2Seq` the
+Transformer's decoder blocks. `ShowAttendTell(target_vocab_size,
 image_shape)` is that decoder over the regions of an image (Xu et al. 2015):
 a captioner, decoded by the same functions.
 
@@ -41,6 +42,7 @@ one `.keras` file and exports a TensorFlow SavedModel.
 """
 
 from keras_seq.models.assembled_seq2seq import AssembledSeq2Seq
+from keras_seq.models.assembled_transformer import AssembledTransformerSeq2Seq
 from keras_seq.models.captioner import ShowAttendTell
 from keras_seq.models.compiling import compile_for
 from keras_seq.models.decoding import (
@@ -69,6 +71,7 @@ from keras_seq.models.translator import Alignment, Translator
 __all__ = [
     "Alignment",
     "AssembledSeq2Seq",
+    "AssembledTransformerSeq2Seq",
     "DecodeResult",
     "PointerNetwork",
     "RNNSeq2Seq",

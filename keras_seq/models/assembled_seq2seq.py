@@ -33,16 +33,15 @@ from keras import ops
 
 from keras_seq import validation
 from keras_seq.layers.cells import states_per_layer
+from keras_seq.models.own_encoder import OwnEncoder
 from keras_seq.models.rnn_seq2seq import RNNSeq2Seq
 from keras_seq.models.seq2seq_base import Seq2Seq
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
-ENCODER_OUTPUTS = ("memory", "state")
-
 
 @_REGISTER
-class AssembledSeq2Seq(RNNSeq2Seq):
+class AssembledSeq2Seq(OwnEncoder, RNNSeq2Seq):
     """A `RecurrentDecoder` over the outputs of an encoder model of one's own.
 
     As for every `Seq2Seq`,
@@ -117,15 +116,7 @@ class AssembledSeq2Seq(RNNSeq2Seq):
         dropout=0.0,
         **kwargs,
     ):
-        if isinstance(encoder, dict):  # from a config: a serialized functional model
-            encoder = keras.saving.deserialize_keras_object(encoder)
-        if not isinstance(encoder, keras.Model):
-            raise validation.invalid(
-                "encoder", "a keras.Model from source ids to {'memory', 'state'}", encoder
-            )
-        # Held in a tuple until keras.Model.__init__ has run: on PyTorch a Module may not be
-        # assigned before then. `_make_layers` assigns it, tracked, as `self.encoder`.
-        self._given_encoder = (encoder,)
+        self._take_encoder(encoder)
         self._set_decoder_arguments(
             cell, units, num_layers, attention, attention_units, input_feeding, embedding_dim
         )
@@ -141,29 +132,10 @@ class AssembledSeq2Seq(RNNSeq2Seq):
 
     # Validation and layers ---------------------------------------------------------
 
-    def _encoder_specs(self):
-        """The encoder's output specs by name (`"memory"`, `"state"`), checked."""
-        outputs = self._given_encoder[0].output
-        if not isinstance(outputs, dict) or not outputs or set(outputs) - set(ENCODER_OUTPUTS):
-            got = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
-            raise validation.invalid(
-                "encoder", "a model whose output is a dict of 'memory' and/or 'state'", got
-            )
-        return outputs
-
     def _check_arguments(self):
-        outputs = self._encoder_specs()
-        inputs = self._given_encoder[0].inputs
-        if len(inputs) != 1 or len(inputs[0].shape) != 2:
-            shapes = [tuple(tensor.shape) for tensor in inputs]
-            raise validation.invalid("encoder", "one input of (batch, S) source ids", shapes)
-        memory, state = outputs.get("memory"), outputs.get("state")
-        if self.attention is not None and memory is None:
-            raise validation.invalid(
-                "encoder",
-                f"a 'memory' output (batch, S, d_enc) for attention={self.attention!r} to read",
-                sorted(outputs),
-            )
+        reason = f"for attention={self.attention!r} to read" if self.attention else None
+        outputs = self._check_encoder(reason)
+        state = outputs.get("state")
         if self.attention is None and state is None:
             raise validation.invalid(
                 "encoder",
@@ -171,8 +143,6 @@ class AssembledSeq2Seq(RNNSeq2Seq):
                 "only through its initial state",
                 sorted(outputs),
             )
-        if memory is not None and len(memory.shape) != 3:
-            raise validation.invalid("encoder", "'memory' of shape (batch, S, d_enc)", memory.shape)
         if state is not None and tuple(state.shape[1:]) != (self.units,):
             raise validation.invalid(
                 "encoder",
@@ -181,10 +151,6 @@ class AssembledSeq2Seq(RNNSeq2Seq):
                 tuple(state.shape),
             )
         validation.parameter_budget("target_embedding", self.target_vocab_size * self.embedding_dim)
-
-    def _embedding(self, role, vocab):
-        """The target's embedding; the source is embedded by the encoder itself."""
-        return None if role == "source" else super()._embedding(role, vocab)
 
     def _make_layers(self):
         self.encoder = self._given_encoder[0]
@@ -220,7 +186,7 @@ class AssembledSeq2Seq(RNNSeq2Seq):
     def get_config(self):
         return {
             **Seq2Seq.get_config(self),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **self._encoder_config(),
             "cell": self.cell,
             "units": self.units,
             "num_layers": self.num_layers,

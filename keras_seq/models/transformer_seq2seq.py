@@ -40,6 +40,23 @@ _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 POSITIONS = ("sinusoidal", "learned")
 
 
+def decoder_arguments(
+    num_layers, embedding_dim, num_heads, ff_dim, norm_first, max_length, positions
+):
+    """The Transformer's own arguments, each checked (`ValueError` naming it), by name."""
+    return {
+        "num_layers": validation.positive_int("num_layers", num_layers, MAX_LAYERS),
+        "embedding_dim": validation.positive_int(
+            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        ),
+        "num_heads": validation.positive_int("num_heads", num_heads, validation.MAX_UNITS),
+        "ff_dim": validation.positive_int("ff_dim", ff_dim, validation.MAX_UNITS),
+        "norm_first": validation.boolean("norm_first", norm_first),
+        "max_length": validation.positive_int("max_length", max_length, 2**20),
+        "positions": validation.one_of("positions", positions, POSITIONS),
+    }
+
+
 @_REGISTER
 class TransformerSeq2Seq(Seq2Seq):
     """`num_layers` Transformer encoder and decoder blocks, with self- and cross-attention.
@@ -116,15 +133,11 @@ class TransformerSeq2Seq(Seq2Seq):
         dropout=0.0,
         **kwargs,
     ):
-        self.num_layers = validation.positive_int("num_layers", num_layers, MAX_LAYERS)
-        self.embedding_dim = validation.positive_int(
-            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        arguments = decoder_arguments(
+            num_layers, embedding_dim, num_heads, ff_dim, norm_first, max_length, positions
         )
-        self.num_heads = validation.positive_int("num_heads", num_heads, validation.MAX_UNITS)
-        self.ff_dim = validation.positive_int("ff_dim", ff_dim, validation.MAX_UNITS)
-        self.norm_first = validation.boolean("norm_first", norm_first)
-        self.max_length = validation.positive_int("max_length", max_length, 2**20)
-        self.positions = validation.one_of("positions", positions, POSITIONS)
+        for name, value in arguments.items():
+            setattr(self, name, value)
         super().__init__(
             source_vocab_size,
             target_vocab_size,
@@ -152,59 +165,73 @@ class TransformerSeq2Seq(Seq2Seq):
             validation.parameter_budget("position_embedding", self.max_length * self.embedding_dim)
 
     def _make_layers(self):
-        if self.positions == "sinusoidal":  # no weights: one layer serves both sides
-            self.position_encoding = SinusoidalPositionalEncoding(
-                name="position_encoding", dtype=self.dtype_policy
-            )
-        else:
-            self.source_position_embedding = LearnedPositionalEmbedding(
-                self.max_length, name="source_position_embedding", dtype=self.dtype_policy
-            )
-            self.target_position_embedding = LearnedPositionalEmbedding(
-                self.max_length, name="target_position_embedding", dtype=self.dtype_policy
-            )
-        self.embedding_dropout = keras.layers.Dropout(
-            self.dropout, name="embedding_dropout", dtype=self.dtype_policy
-        )
-        block_args = {
+        self._make_encoder_layers()
+        self._make_decoder_layers()
+
+    def _block_arguments(self):
+        return {
             "num_heads": self.num_heads,
             "ff_dim": self.ff_dim,
             "dropout": self.dropout,
             "norm_first": self.norm_first,
+            "dtype": self.dtype_policy,
         }
+
+    def _make_encoder_layers(self):
+        """The source's positions (shared when sinusoidal), the encoder blocks and norm."""
+        if self.positions == "learned":
+            self.source_position_embedding = LearnedPositionalEmbedding(
+                self.max_length, name="source_position_embedding", dtype=self.dtype_policy
+            )
         self.encoder_blocks = [
-            TransformerEncoderBlock(
-                **block_args, name=f"encoder_block_{i}", dtype=self.dtype_policy
-            )
-            for i in range(self.num_layers)
-        ]
-        self.decoder_blocks = [
-            TransformerDecoderBlock(
-                **block_args, name=f"decoder_block_{i}", dtype=self.dtype_policy
-            )
+            TransformerEncoderBlock(**self._block_arguments(), name=f"encoder_block_{i}")
             for i in range(self.num_layers)
         ]
         if self.norm_first:
             self.encoder_layer_norm = keras.layers.LayerNormalization(
                 epsilon=1e-5, name="encoder_layer_norm", dtype=self.dtype_policy
             )
+
+    def _make_decoder_layers(self):
+        """The target's positions, the dropout after them, the decoder blocks and norm."""
+        if self.positions == "sinusoidal":  # no weights: one layer serves both sides
+            self.position_encoding = SinusoidalPositionalEncoding(
+                name="position_encoding", dtype=self.dtype_policy
+            )
+        else:
+            self.target_position_embedding = LearnedPositionalEmbedding(
+                self.max_length, name="target_position_embedding", dtype=self.dtype_policy
+            )
+        self.embedding_dropout = keras.layers.Dropout(
+            self.dropout, name="embedding_dropout", dtype=self.dtype_policy
+        )
+        self.decoder_blocks = [
+            TransformerDecoderBlock(**self._block_arguments(), name=f"decoder_block_{i}")
+            for i in range(self.num_layers)
+        ]
+        if self.norm_first:
             self.decoder_layer_norm = keras.layers.LayerNormalization(
                 epsilon=1e-5, name="decoder_layer_norm", dtype=self.dtype_policy
             )
 
     def _build_layers(self):
-        tokens = (None, None)
-        self.source_embedding.build(tokens)
-        self.target_embedding.build(tokens)
         features = (None, None, self.embedding_dim)
+        self.source_embedding.build((None, None))
         self._positions("source").build(features)
-        self._positions("target").build(features)
         for block in self.encoder_blocks:
             block.build(features)
-        for block in self.decoder_blocks:
-            block.build(features, features)
         if self.norm_first:
             self.encoder_layer_norm.build(features)
+        self._build_decoder_layers(features)
+
+    def _build_decoder_layers(self, memory_shape):
+        """The target side's weights, its cross-attention reading `memory_shape`."""
+        features = (None, None, self.embedding_dim)
+        self.target_embedding.build((None, None))
+        self._positions("target").build(features)
+        for block in self.decoder_blocks:
+            block.build(features, memory_shape)
+        if self.norm_first:
             self.decoder_layer_norm.build(features)
         self.output_projection.build(features)
 

@@ -1,13 +1,15 @@
 """A short form, its graph and the `keras_seq.models` factory are one model.
 
 For every preset and example spec of a type that builds from its graph
-(`sequence_classifier`, `sequence_regressor`, `vision_transformer`), three models
-are built: the short form as the app trains it, the `graph` spec `keras-seq graph`
-writes for it, and the model a library user gets from the factory
-(`recurrent_model`, `transformer_classifier`, `vision_transformer`), called here by
-hand from the spec's fields. They must hold the same number of parameters and,
-with the same random weights copied into each in layer order, give the same
-outputs on the task's validation sequences.
+(`sequence_classifier`, `sequence_regressor`, `vision_transformer`, the Transformer
+`seq2seq`), three models are built: the short form as the app trains it, the
+`graph` spec `keras-seq graph` writes for it, and the model a library user gets
+from the factory (`recurrent_model`, `transformer_classifier`, `vision_transformer`,
+`seq2seq`), called here by hand from the spec's fields. They must hold the same
+number of parameters and, with the same random weights copied into each (in layer
+order; a seq2seq's by each weight's path, as its encoder is a model of its own in
+the graph's), give the same outputs on the task's validation sequences (a
+seq2seq's: its teacher-forced probabilities of the validation targets).
 
 `atol=1e-6`: the three run the same float32 kernels on the same values in the same
 order, so they agree to the last bits; 1e-6 leaves room for the round-off of a
@@ -15,6 +17,8 @@ fused CPU kernel (oneDNN) chosen differently, far below the probabilities' scale
 """
 
 from __future__ import annotations
+
+import copy
 
 import keras
 import numpy as np
@@ -24,34 +28,52 @@ import yaml
 from builder_ui.builders import load_spec, prepare, presets
 from builder_ui.builders.graph import preset_as_graph
 from keras_seq.layers import CECLSTM
-from keras_seq.models import recurrent_model, transformer_classifier, vision_transformer
+from keras_seq.models import recurrent_model, seq2seq, transformer_classifier, vision_transformer
 
 pytestmark = pytest.mark.large  # builds three models per spec and runs each
 
 ATOL = 1e-6  # see the module docstring
-TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer")
+TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq2seq")
+
+
+def _expanded(model) -> bool:
+    """Whether a spec's model builds from its graph (a seq2seq only as a Transformer)."""
+    return model.type in TYPES and (
+        model.type != "seq2seq" or model.architecture.type == "transformer"
+    )
 
 
 def _documents() -> dict[str, dict]:
-    """Each example spec of the three types, by file stem, without its sweep."""
+    """Each example spec of the expanded types, by file stem, without its sweep."""
     found = {}
     for path in sorted(presets.SPECS_DIR.iterdir()):
         if path.name.endswith(".yaml"):
             document = yaml.safe_load(path.read_text(encoding="utf-8"))
             document.pop("sweep", None)  # a sweep's base spec is one model
-            if document["model"]["type"] in TYPES:
+            if _expanded(load_spec(document).model):
                 found[path.name.removesuffix(".yaml")] = document
     return found
 
 
+def _variants(documents: dict[str, dict]) -> dict[str, dict]:
+    """The branches of the Transformer seq2seq's expansion the example spec leaves out:
+    learned positions, post-LN, the source reversal, dropout, two blocks a side."""
+    variant = copy.deepcopy(documents["transformer_translation"])
+    variant["model"]["architecture"].update(positions="learned", norm_first=False)
+    variant["model"].update(reverse_source=True, dropout=0.1, num_layers=2)
+    return {"transformer_translation_learned_reversed": variant}
+
+
 DOCUMENTS = _documents()
+DOCUMENTS.update(_variants(DOCUMENTS))
 
 
 def test_every_preset_of_these_types_is_an_example_spec_covered_here():
     keys = {
-        preset.key for preset in presets.arc_presets() if load_spec(preset.spec).model.type in TYPES
+        preset.key for preset in presets.arc_presets() if _expanded(load_spec(preset.spec).model)
     }
     assert keys and keys <= set(DOCUMENTS)
+    assert any(load_spec(document).model.type == "seq2seq" for document in DOCUMENTS.values())
 
 
 def _recurrent_layer(encoder) -> keras.layers.Layer:
@@ -71,6 +93,22 @@ def _recurrent_layer(encoder) -> keras.layers.Layer:
 
 def _factory_model(model, task) -> keras.Model:
     """What a library user calls for this spec's model."""
+    if model.type == "seq2seq":
+        arch = model.architecture
+        return seq2seq(
+            task.inputs.vocab_size,
+            task.targets.vocab_size,
+            architecture="transformer",
+            num_layers=model.num_layers,
+            embedding_dim=arch.embedding_dim,
+            num_heads=arch.num_heads,
+            ff_dim=arch.ff_dim,
+            norm_first=arch.norm_first,
+            max_length=arch.max_length,
+            positions=arch.positions,
+            reverse_source=model.reverse_source,
+            dropout=model.dropout,
+        )
     if model.type == "vision_transformer":
         return vision_transformer(
             task.inputs,
@@ -119,10 +157,18 @@ def test_the_short_form_its_graph_and_the_factory_are_the_same_model(key):
     assert [layer.name for layer in graph.layers] == [layer.name for layer in short.layers]
     # Random weights (biases and norms too, not their constant starts), the same in all three.
     rng = np.random.default_rng(0)
-    weights = [rng.normal(0, 0.3, w.shape).astype("float32") for w in short.get_weights()]
-    for model in (short, graph, factory):
-        model.set_weights(weights)  # in layer order; refused if any shape differs
-    x = prepared.x_val[:16]
+    if prepared.spec.model.type == "seq2seq":
+        values = {w.path: rng.normal(0, 0.3, w.shape).astype("float32") for w in short.weights}
+        for model in (short, graph, factory):
+            assert sorted(w.path for w in model.weights) == sorted(values)
+            for weight in model.weights:
+                weight.assign(values[weight.path])
+        x = {name: ids[:16] for name, ids in prepared.x_val.items()}  # source and target
+    else:
+        weights = [rng.normal(0, 0.3, w.shape).astype("float32") for w in short.get_weights()]
+        for model in (short, graph, factory):
+            model.set_weights(weights)  # in layer order; refused if any shape differs
+        x = prepared.x_val[:16]
     expected = factory.predict(x, verbose=0)
     np.testing.assert_allclose(short.predict(x, verbose=0), expected, atol=ATOL, rtol=0)
     np.testing.assert_allclose(graph.predict(x, verbose=0), expected, atol=ATOL, rtol=0)

@@ -90,7 +90,7 @@ def test_the_report_gives_the_decoders_steps_and_the_built_models_parameter_coun
             ],
             TRANSLATION,
             "spec",
-            "needs one RecurrentDecoder block",
+            "needs one decoder block (RecurrentDecoder or TransformerDecoder)",
         ),
         (
             replaced(
@@ -197,15 +197,15 @@ def test_an_attention_preset_opens_as_a_graph_that_is_the_same_model(key):
     )
 
 
-def test_the_lstm_preset_opens_with_its_reversal_and_the_transformer_says_why_not():
+def test_the_lstm_preset_opens_with_its_reversal_and_the_transformer_with_its_decoder_block():
     graph_document = preset_as_graph(_seq2seq_preset("seq2seq"))
     layers = [n["layer"] for n in graph_document["model"]["nodes"]]
     assert layers[:3] == ["Input", "ReverseWithinLength", "Embedding"]
     assert graph_report(graph_document).errors == {}
-    with pytest.raises(SpecError) as caught:
-        preset_as_graph(_seq2seq_preset("transformer_translation"))
-    assert caught.value.problems[0][0] == "model.architecture"
-    assert "a Transformer decoder is not a block yet" in caught.value.problems[0][1]
+    graph_document = preset_as_graph(_seq2seq_preset("transformer_translation"))
+    layers = [n["layer"] for n in graph_document["model"]["nodes"]]
+    assert layers[-2:] == ["TransformerDecoder", "Output"]
+    assert graph_report(graph_document).errors == {}
 
 
 @pytest.fixture(scope="module")

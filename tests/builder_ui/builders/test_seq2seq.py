@@ -10,6 +10,7 @@ import pytest
 from builder_ui.builders import expand, load_spec, prepare
 from builder_ui.builders.seq2seq import TransformerArchitecture
 from builder_ui.specs import SpecError
+from keras_seq.models import TransformerSeq2Seq
 
 
 def spec(task=None, **model):
@@ -71,13 +72,9 @@ def test_seq2seq_evaluation_scores_greedy_decodes_with_bleu(trained):
 
 def test_transformer_fields_reach_the_model():
     prepared = prepare(spec(architecture={**TRANSFORMER, "max_length": 8}))
-    model = prepared.build()
-    assert (model.architecture, model.embedding_dim, model.num_heads, model.max_length) == (
-        "transformer",
-        8,
-        2,
-        8,
-    )
+    model = prepared.build()  # the graph's model: its own encoder, the Transformer's decoder
+    assert isinstance(model, TransformerSeq2Seq)
+    assert (model.embedding_dim, model.num_heads, model.max_length) == (8, 2, 8)
 
 
 def test_defaults_fill_the_architectures_fields():

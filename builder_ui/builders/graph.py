@@ -160,8 +160,8 @@ class GraphBuilder(ModelBuilder):
     """
 
     params = GraphParams
-    input_kinds = ("tokens", "numeric", "image")
-    target_kinds = ("classification", "regression", "sequence")
+    input_kinds = ("tokens", "numeric", "image", "frames")
+    target_kinds = ("classification", "regression", "sequence", "frames")
     description = "Blocks wired port to port on the canvas: any layers, from Input to Output."
 
     def check(self, params, task):
@@ -301,7 +301,7 @@ class ShortFormBuilder(ModelBuilder):
     """
 
     def expansion(self, params: Any, task: Any) -> short_forms.Expansion:
-        return short_forms.expand_short_form(params, task.inputs.kind)
+        return short_forms.expand_short_form(params, task)
 
     def check(self, params, task):
         """The graph's problems (`check_nodes`), a layer over keras_seq's size limit
@@ -541,7 +541,8 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
     if task is not None and task.targets.kind not in GraphBuilder.target_kinds:
         errors.setdefault(
             "spec",
-            f"task: a graph predicts classes, values or target sentences, not {task.targets.kind}",
+            f"task: a graph predicts classes, values, target sentences or frames, not "
+            f"{task.targets.kind}",
         )
         task = None
     usable = [node for node in nodes if node is not None]
@@ -593,7 +594,7 @@ def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
         nodes = short_forms.seq2seq_nodes(model)
     else:
         task = _task_shapes(json.dumps(spec.task.model_dump(mode="json"), sort_keys=True))
-        nodes = list(short_forms.expand_short_form(model, task.inputs.kind).nodes)
+        nodes = list(registry.model_builder(model.type).expansion(model, task).nodes)
     document = spec.to_dict()
     document.pop("sweep", None)
     document["model"] = {"type": "graph", "nodes": nodes}

@@ -350,6 +350,26 @@ _BUILTIN: tuple[Block, ...] = (
     ),
     Block("Dense", _group("Layers"), "A fully connected layer on the last axis.", _keras("Dense")),
     Block(
+        "Conv2D",
+        _group("Layers"),
+        "A 2-D convolution over images or maps (rows, cols, channels).",
+        _keras("Conv2D"),
+        choices={"padding": ("valid", "same")},
+        kinds={"kernel_size": "int"},
+    ),
+    Block(
+        "Reshape",
+        _group("Layers"),
+        "The same values in another shape (per example; a list such as [5, 16, 16, 1]).",
+        _keras("Reshape"),
+    ),
+    Block(
+        "Permute",
+        _group("Layers"),
+        "Reorders the axes after the batch (a list such as [2, 1]: 1 is the first).",
+        _keras("Permute"),
+    ),
+    Block(
         "Dropout",
         _group("Layers"),
         "Zeroes a fraction of its inputs while training.",

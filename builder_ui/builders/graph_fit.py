@@ -60,14 +60,17 @@ def expected_output(targets: Any) -> tuple[int, ...] | None:
     """The Output's shape per example that the graph's loss compares with the targets.
 
     `sparse_categorical_crossentropy` takes one probability per class for each
-    label: `(num_classes,)` for a class label. `mean_squared_error` takes the
-    target's own shape: `(output_dim,)`. None for targets the graph does not
+    label: `(num_classes,)` for a class label. `mean_squared_error` and
+    `binary_crossentropy` take the target's own shape: `(output_dim,)`, or the
+    future frames' `(T_out, H, W, C)`. None for targets the graph does not
     predict itself (token sequences: the decoder's output).
     """
     if targets.kind == "classification":
         return (int(targets.num_classes),)
     if targets.kind == "regression":
         return (int(targets.output_dim),)
+    if targets.kind == "frames":
+        return tuple(int(side) for side in targets.shape)
     return None
 
 

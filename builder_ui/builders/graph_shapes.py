@@ -404,6 +404,8 @@ def _head(node_id: str, task: Any) -> Any:
     if targets.kind in ("classification", "sequence"):
         classes = targets.num_classes if targets.kind == "classification" else targets.vocab_size
         return keras.layers.Dense(classes, activation="softmax", dtype="float32", name=node_id)
+    if targets.kind == "frames":  # each pixel's value in [0, 1], read by binary cross-entropy
+        return keras.layers.Activation("sigmoid", dtype="float32", name=node_id)
     return keras.layers.Dense(targets.output_dim, dtype="float32", name=node_id)
 
 

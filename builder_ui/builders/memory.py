@@ -385,7 +385,10 @@ def kept_floats(layer: Any, inputs: Sequence[Sequence[Any]], output: Sequence[An
         if isinstance(sub, keras.layers.RNN):
             cell = sub.cell
             cells.add(id(cell))
-            kept += steps * (int(cell.kernel.shape[-1]) + 2 * int(cell.units))
+            # A convolutional cell (ConvLSTM2D's) keeps its gates and states at every pixel.
+            filters = getattr(cell, "filters", None)
+            width, pixels = (int(filters), size(output[-3:-1])) if filters else (cell.units, 1)
+            kept += steps * pixels * (int(cell.kernel.shape[-1]) + 2 * int(width))
         elif isinstance(sub, keras.layers.MultiHeadAttention):
             kept += 2 * int(sub.num_heads) * positions * steps
         elif sub is not layer and id(sub) not in cells and sub.weights:

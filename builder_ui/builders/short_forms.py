@@ -1,7 +1,7 @@
 """Short forms: the named model types that are graphs of blocks written in a few fields.
 
     model: {type: sequence_classifier, encoder: {type: rnn, cell: gru, units: 16}}
-      ─▶ expand_short_form(model, input_kind) ─▶ Expansion(nodes, fields)
+      ─▶ expand_short_form(model, task) ─▶ Expansion(nodes, fields)
       ─▶ the graph builder's walk: build, check, memory estimate (`graph.ShortFormBuilder`)
       ─▶ or the spec's `model:` as that graph (`graph.preset_as_graph`: "Open as graph",
          `keras-seq graph`)
@@ -50,7 +50,13 @@ from builder_ui.builders.graph_blocks import (
 )
 
 # The model types `expand_short_form` writes out (a `seq2seq` with the Transformer architecture).
-EXPANDED_TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq2seq")
+EXPANDED_TYPES = (
+    "sequence_classifier",
+    "sequence_regressor",
+    "vision_transformer",
+    "seq2seq",
+    "conv_lstm",
+)
 # The model types that open as a graph: those, and the RNN seq2seq (`seq2seq_nodes`).
 OPENS_AS_GRAPH = EXPANDED_TYPES
 
@@ -107,15 +113,17 @@ def cec_arguments(encoder: Any) -> dict[str, Any]:
     return {key: value for key, value in given.items() if value is not None}
 
 
-def expand_short_form(model: Any, input_kind: str) -> Expansion:
-    """The graph of a `sequence_classifier`, `sequence_regressor`, `vision_transformer` or
-    Transformer `seq2seq`.
+def expand_short_form(model: Any, task: Any) -> Expansion:
+    """The graph of a `sequence_classifier`, `sequence_regressor`, `vision_transformer`,
+    Transformer `seq2seq` or `conv_lstm`.
 
     Args:
-        model: The validated `model:` section (its pydantic params).
-        input_kind: The task's input kind (`tokens`, `numeric`, `image`): token ids
-            go through an `Embedding`, numeric steps through a `Dense` projection
-            (Transformer) or straight into the first recurrent layer.
+        model: The validated `model:` section (its pydantic params); a `conv_lstm` of
+            layout `flat` with its `units` filled in (the builder matches them).
+        task: The task's specs (`inputs`, `targets`): token ids go through an
+            `Embedding`, numeric steps through a `Dense` projection (Transformer) or
+            straight into the first recurrent layer; frames set the shapes of a
+            `conv_lstm`'s head.
 
     Returns:
         An `Expansion`: Input, the layers in the order the factory makes them, Output.
@@ -123,9 +131,13 @@ def expand_short_form(model: Any, input_kind: str) -> Expansion:
     Raises:
         ValueError: a model type that has no expansion (see `EXPANDED_TYPES`).
     """
+    input_kind = task.inputs.kind
     if model.type == "vision_transformer":
         source, nodes, fields = "images", *_vit_nodes(model)
         head = "classifier"
+    elif model.type == "conv_lstm":
+        source, nodes, fields = "frames", *_next_frame_nodes(model, task)
+        head = "next_frames"
     elif model.type == "seq2seq" and model.architecture.type == "transformer":
         source, nodes, fields = "source", *_transformer_seq2seq_nodes(model)
         head = "words"
@@ -360,4 +372,61 @@ def _transformer_seq2seq_nodes(model: Any) -> tuple[list[dict[str, Any]], dict[s
     fields = {item["id"]: width for item in nodes}
     fields["source_position_embedding"] = "model.architecture.max_length"
     fields["decoder.max_length"] = "model.architecture.max_length"
+    return nodes, fields
+
+
+def _next_frame_nodes(model: Any, task: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A `conv_lstm` (`keras_seq.models.conv_lstm_predictor`, or `frame_lstm_predictor` for
+    layout `flat`), its layers named as the factory names them.
+
+    conv: each `ConvLSTM2D` layer's final hidden map `H_T` (`FinalStatePooling` of its
+    output sequence), joined, goes through a `Conv2D` to `T_out · C` maps, which are split
+    into the `T_out` frames and put time first. flat: each frame flattened, an `LSTM`, a
+    `Dense` to every pixel of every future frame. The Output is the per-pixel sigmoid the
+    factory's last convolution or dense layer applies (the frames are read with binary
+    cross-entropy).
+    """
+    length, height, width, channels = task.inputs.shape
+    future = task.targets.length
+    nodes: list[dict[str, Any]] = []
+    x = "frames"
+
+    def then(node_id: str, layer: str, **params: Any) -> None:
+        nonlocal x
+        nodes.append(node(node_id, layer, x, **params))
+        x = node_id
+
+    if model.layout == "flat":
+        field = "model.units"
+        then("flatten_frames", "Reshape", target_shape=[length, height * width * channels])
+        then("lstm", "LSTM", units=model.units)
+        then("frame_head", "Dense", units=future * height * width * channels)
+        then("frames_split", "Reshape", target_shape=[future, height, width, channels])
+        return nodes, {item["id"]: field for item in nodes}
+    finals = []
+    for index in range(model.num_layers):
+        then(
+            f"conv_lstm_{index}",
+            "ConvLSTM2D",
+            filters=model.filters,
+            kernel_size=model.kernel_size,
+            padding="same",
+            return_sequences=True,
+        )
+        nodes.append(node(f"conv_lstm_{index}_final", "FinalStatePooling", x))
+        finals.append(nodes[-1]["id"])
+    if len(finals) > 1:
+        nodes.append({"id": "final_states", "layer": "Concatenate", "inputs": {"x": finals}})
+    x = nodes[-1]["id"]
+    then(
+        "frame_head",
+        "Conv2D",
+        filters=future * channels,
+        kernel_size=model.head_kernel_size,
+        padding="same",
+    )
+    then("frames_split", "Reshape", target_shape=[height, width, future, channels])
+    then("frames_time_major", "Permute", dims=[3, 1, 2, 4])
+    fields = {item["id"]: "model.filters" for item in nodes}
+    fields["frame_head"] = "model.head_kernel_size"
     return nodes, fields

@@ -3,7 +3,10 @@
     layout conv:  frames ─▶ L × ConvLSTM2D ─▶ [H_T of every layer] ─▶ Conv2D ─▶ future frames
     layout flat:  frames ─▶ flatten each ─▶ LSTM ─▶ Dense ─▶ future frames
 
-Built by `keras_seq.models.conv_lstm_predictor` and `frame_lstm_predictor`.
+A short form of a graph (`short_forms._next_frame_nodes`): the layers of
+`keras_seq.models.conv_lstm_predictor` and `frame_lstm_predictor`, named as
+they name them, built, checked and counted by the graph builder's walk
+(`graph.ShortFormBuilder`), so it opens on the canvas as the model it trains.
 One model type with a `layout` field rather than two types, because the
 comparison the paper makes is at an equal budget: `layout: flat` is the
 frame-flattening LSTM (the FC-LSTM of Srivastava et al. 2015) whose `units`
@@ -14,7 +17,7 @@ size by hand instead.
 
 Trained with per-pixel binary cross-entropy (the outputs are sigmoids; Shi et
 al. used cross-entropy on Moving MNIST), with the mean squared error as the
-metric.
+metric, as every model of future frames (`ModelBuilder.compile_args`).
 
 Spec example:
 
@@ -28,16 +31,14 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from builder_ui.builders import memory
-from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders import short_forms
 from builder_ui.builders.fields import Layers, Units
+from builder_ui.builders.graph import ShortFormBuilder
 from builder_ui.builders.registry import register_model
 from builder_ui.specs import ModelParams
 
 # Mirrors keras_seq.models.next_frame.MAX_KERNEL_SIZE (checked by a test).
 MAX_KERNEL_SIZE = 15
-LOSS = "binary_crossentropy"
-METRIC = "mean_squared_error"
 
 
 def _odd(value: int) -> int:
@@ -88,7 +89,7 @@ class ConvLSTMParams(ModelParams):
 
 
 @register_model("conv_lstm")
-class ConvLSTM(ModelBuilder):
+class ConvLSTM(ShortFormBuilder):
     params = ConvLSTMParams
     input_kinds = ("frames",)
     target_kinds = ("frames",)
@@ -114,52 +115,12 @@ class ConvLSTM(ModelBuilder):
             "head_kernel_size": params.head_kernel_size,
         }
 
-    def estimate(self, params, task):
-        """The layers `build` makes, counted from the fields (see `memory.Part`)."""
-        length, height, width, channels = task.inputs.shape
-        future = task.targets.length
-        pixels, outputs = height * width, future * channels
-        if params.layout == "flat":
-            units = self.units(params, task)
-            field = "model.units" if params.units is not None else "model.filters"
-            flat = pixels * channels
-            return [
-                memory.Part("flatten_frames", field, 0, length * flat),
-                memory.Part(
-                    "lstm",
-                    field,
-                    memory.recurrent_cell("lstm", flat, units),
-                    memory.recurrent_activations("lstm", length, units),
-                ),
-                memory.Part("frame_head", field, memory.dense(units, future * flat), future * flat),
-                memory.Part("frames_split", field, 0, future * flat),
-            ]
-        f, k = params.filters, params.kernel_size
-        parts, maps = [], channels
-        for index in range(params.num_layers):
-            weights = 4 * f * (k * k * (maps + f) + 1)  # four gate blocks, [X_t; H_{t−1}] * W
-            # Per pixel and step, like an LSTM's units: the four gates, the cell and the output.
-            parts.append(
-                memory.Part(f"conv_lstm_{index}", "model.filters", weights, length * pixels * f * 6)
-            )
-            maps = f
-        head = params.head_kernel_size**2 * params.num_layers * f * outputs + outputs
-        return [
-            *parts,
-            memory.Part("final_states", "model.filters", 0, pixels * params.num_layers * f),
-            memory.Part("frame_head", "model.head_kernel_size", head, pixels * outputs),
-            memory.Part("frames_time_major", "model.filters", 0, 2 * pixels * outputs),
-        ]
-
-    def build(self, params, task):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        from keras_seq.models import conv_lstm_predictor, frame_lstm_predictor
-
-        if params.layout == "flat":
-            return frame_lstm_predictor(
-                task.inputs, task.targets.length, units=self.units(params, task)
-            )
-        return conv_lstm_predictor(task.inputs, task.targets.length, **self._conv_fields(params))
-
-    def compile_args(self, params, task):
-        return {"loss": LOSS, "metrics": [METRIC]}
+    def expansion(self, params, task):
+        """The graph of `short_forms` (`_next_frame_nodes`), the flat layout's `units`
+        matched first when not given (their refusals then name `model.filters`)."""
+        if params.layout != "flat" or params.units is not None:
+            return short_forms.expand_short_form(params, task)
+        filled = params.model_copy(update={"units": self.units(params, task)})
+        expansion = short_forms.expand_short_form(filled, task)
+        fields = {node_id: "model.filters" for node_id in expansion.fields}
+        return short_forms.Expansion(expansion.nodes, fields)

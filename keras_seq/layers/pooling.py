@@ -47,7 +47,7 @@ class ClassTokenPooling(keras.layers.Layer):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.supports_masking = True
-        self.input_spec = keras.layers.InputSpec(ndim=3)
+        self.input_spec = keras.layers.InputSpec(min_ndim=3)
 
     def call(self, inputs, mask=None):
         return inputs[:, 0, :]  # (batch, d)
@@ -94,7 +94,7 @@ class MaskedMeanPooling(keras.layers.Layer):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.supports_masking = True
-        self.input_spec = keras.layers.InputSpec(ndim=3)
+        self.input_spec = keras.layers.InputSpec(min_ndim=3)
 
     def call(self, inputs, mask=None):
         if mask is None:
@@ -131,7 +131,11 @@ class FinalStatePooling(keras.layers.Layer):
     and Cho et al. (2014), `[h→_S; h←_1]` for a bidirectional encoder as
     `keras_seq.models.RNNSeq2Seq` starts its decoder from: as a block of its
     own, it lets an assembled graph hand an encoder's final state to a decoder
-    (an LSTM's memory cell `c` is not in its outputs, so it is not read).
+    (an LSTM's memory cell `c` is not in its outputs, so it is not read). The
+    steps may be vectors or maps: a `ConvLSTM2D`'s `(batch, time, rows, cols,
+    filters)` outputs give its final hidden state `H_T`, `(batch, rows, cols,
+    filters)`, as Shi et al. (2015) hand it to their forecaster (`bidirectional`
+    halves the last axis).
 
     Args:
         bidirectional: The input holds both directions, forward half first.
@@ -139,12 +143,13 @@ class FinalStatePooling(keras.layers.Layer):
         **kwargs: Layer keywords (`name`, `dtype`, ...); the layer has no weights.
 
     Call arguments:
-        inputs: `(batch, time, d)` recurrent outputs (`d` even if bidirectional).
+        inputs: `(batch, time, ..., d)` recurrent outputs (`d` even if
+            bidirectional).
         mask: Optional boolean `(batch, time)`, True at real steps; defaults
             to the Keras mask of `inputs`.
 
     Returns:
-        `(batch, d)`, in the dtype of `inputs`.
+        `(batch, ..., d)`, one step of `inputs`, in its dtype.
 
     Example:
 
@@ -161,6 +166,8 @@ class FinalStatePooling(keras.layers.Layer):
           Networks", NeurIPS 2014.
         - Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly
           Learning to Align and Translate", ICLR 2015.
+        - Shi et al., "Convolutional LSTM Network: A Machine Learning
+          Approach for Precipitation Nowcasting", NeurIPS 2015.
     """
 
     def __init__(self, bidirectional=False, **kwargs):
@@ -171,7 +178,7 @@ class FinalStatePooling(keras.layers.Layer):
             )
         self.bidirectional = bidirectional
         self.supports_masking = True
-        self.input_spec = keras.layers.InputSpec(ndim=3)
+        self.input_spec = keras.layers.InputSpec(min_ndim=3)
 
     def build(self, input_shape):
         features = input_shape[-1]
@@ -189,7 +196,8 @@ class FinalStatePooling(keras.layers.Layer):
         steps = ops.shape(inputs)[1]
         pick = ops.one_hot(index, steps, dtype=inputs.dtype)  # (batch, time)
         pick = pick * ops.expand_dims(ops.cast(real, inputs.dtype), -1)
-        return ops.sum(inputs * ops.expand_dims(pick, -1), axis=1)  # (batch, d)
+        pick = ops.reshape(pick, (-1, steps) + (1,) * (len(inputs.shape) - 2))
+        return ops.sum(inputs * pick, axis=1)  # (batch, ..., d)
 
     def call(self, inputs, mask=None):
         ops = keras.ops
@@ -212,7 +220,7 @@ class FinalStatePooling(keras.layers.Layer):
         return None
 
     def compute_output_shape(self, input_shape):
-        return (input_shape[0], input_shape[2])
+        return (input_shape[0], *input_shape[2:])
 
     def get_config(self):
         return {**super().get_config(), "bidirectional": self.bidirectional}

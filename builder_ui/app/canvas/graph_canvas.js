@@ -702,11 +702,12 @@
       if (param.kind === "int") input.step = "1";
       if (param.kind === "float") input.step = "any";
       input.placeholder = param.default == null ? (param.required ? "required" : "none") : shown(param.default);
-      // An initializer may be a {class_name, config} mapping: shown, and edited, as JSON.
+      // An initializer may be a {class_name, config} mapping, a shape a list: shown, and
+      // edited, as JSON.
       input.value =
         current === undefined || current === null
           ? ""
-          : typeof current === "object" && !Array.isArray(current)
+          : typeof current === "object"
             ? JSON.stringify(current)
             : String(current);
       input.addEventListener("change", () => setParam(node.id, param.name, parsed(param, input.value)));
@@ -727,9 +728,9 @@
     if (value === "") return undefined;
     if (param.kind === "int" && /^-?[0-9]+$/.test(value)) return parseInt(value, 10);
     if (param.kind === "float" && value !== "" && !Number.isNaN(Number(value))) return Number(value);
-    if (value.startsWith("{")) {
+    if (value.startsWith("{") || value.startsWith("[")) {
       try {
-        return JSON.parse(value); // an initializer as Keras serializes it
+        return JSON.parse(value); // an initializer as Keras serializes it, or a shape
       } catch (error) {
         return value; // kept as typed: the report names the parameter
       }

@@ -28,12 +28,21 @@ import yaml
 from builder_ui.builders import load_spec, prepare, presets
 from builder_ui.builders.graph import preset_as_graph
 from keras_seq.layers import CECLSTM
-from keras_seq.models import recurrent_model, seq2seq, transformer_classifier, vision_transformer
+from keras_seq.models import (
+    conv_lstm_parameters,
+    conv_lstm_predictor,
+    frame_lstm_predictor,
+    matched_units,
+    recurrent_model,
+    seq2seq,
+    transformer_classifier,
+    vision_transformer,
+)
 
 pytestmark = pytest.mark.large  # builds three models per spec and runs each
 
 ATOL = 1e-6  # see the module docstring
-TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq2seq")
+TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq2seq", "conv_lstm")
 
 
 def _expanded(model) -> bool:
@@ -56,12 +65,21 @@ def _documents() -> dict[str, dict]:
 
 
 def _variants(documents: dict[str, dict]) -> dict[str, dict]:
-    """The branches of the Transformer seq2seq's expansion the example spec leaves out:
-    learned positions, post-LN, the source reversal, dropout, two blocks a side."""
+    """The branches of the expansions the example specs leave out: for the Transformer
+    seq2seq learned positions, post-LN, the source reversal, dropout, two blocks a side;
+    for the ConvLSTM the flat layout (its sweep's other model) and one layer."""
     variant = copy.deepcopy(documents["transformer_translation"])
     variant["model"]["architecture"].update(positions="learned", norm_first=False)
     variant["model"].update(reverse_source=True, dropout=0.1, num_layers=2)
-    return {"transformer_translation_learned_reversed": variant}
+    flat = copy.deepcopy(documents["conv_lstm"])
+    flat["model"]["layout"] = "flat"
+    one_layer = copy.deepcopy(documents["conv_lstm"])
+    one_layer["model"].update(num_layers=1, head_kernel_size=1)
+    return {
+        "transformer_translation_learned_reversed": variant,
+        "conv_lstm_flat": flat,
+        "conv_lstm_one_layer": one_layer,
+    }
 
 
 DOCUMENTS = _documents()
@@ -93,6 +111,19 @@ def _recurrent_layer(encoder) -> keras.layers.Layer:
 
 def _factory_model(model, task) -> keras.Model:
     """What a library user calls for this spec's model."""
+    if model.type == "conv_lstm":
+        fields = {
+            "filters": model.filters,
+            "num_layers": model.num_layers,
+            "kernel_size": model.kernel_size,
+            "head_kernel_size": model.head_kernel_size,
+        }
+        future = task.targets.length
+        if model.layout == "conv":
+            return conv_lstm_predictor(task.inputs, future, **fields)
+        budget = conv_lstm_parameters(task.inputs.shape, future, **fields)
+        units = matched_units(budget, task.inputs.shape, future)
+        return frame_lstm_predictor(task.inputs, future, units=units)
     if model.type == "seq2seq":
         arch = model.architecture
         return seq2seq(

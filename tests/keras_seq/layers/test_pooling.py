@@ -112,6 +112,20 @@ def test_final_state_pooling_gives_the_final_state_a_masked_gru_returns(bidirect
     np.testing.assert_allclose(_numpy(pooled), expected, atol=1e-6)
 
 
+@pytest.mark.backend_agnostic
+def test_final_state_pooling_of_a_conv_lstm_is_the_final_hidden_map_it_returns():
+    # Steps that are maps (Shi et al. 2015's H_t): the state ConvLSTM2D returns is the last
+    # step of its output sequence. Same kernels, so 1e-6.
+    frames = np.random.default_rng(2).normal(size=(2, 4, 5, 5, 1)).astype("float32")
+    conv_lstm = keras.layers.ConvLSTM2D(
+        3, 3, padding="same", return_sequences=True, return_state=True
+    )
+    outputs, hidden, _ = conv_lstm(frames)
+    pooled = FinalStatePooling()(outputs)
+    assert tuple(pooled.shape) == (2, 5, 5, 3)
+    np.testing.assert_allclose(_numpy(pooled), _numpy(hidden), atol=1e-6)
+
+
 def test_final_state_pooling_refuses_an_odd_width_both_ways_and_a_non_boolean():
     with pytest.raises(ValueError, match="even number of features, got 5"):
         FinalStatePooling(bidirectional=True)(np.zeros((1, 2, 5), "float32"))

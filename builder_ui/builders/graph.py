@@ -388,7 +388,11 @@ def _assembled_seq2seq(
     ports = dict(decoder["inputs"])
     if not block.reads_memory:  # the fixed vector: the memory is not read
         ports.pop("memory")
-    outputs = {port: walk.tensors[source] for port, source in ports.items()}
+    item = graph_blocks.block(decoder["layer"])
+    outputs = {
+        port: graph_shapes.port_value(item, port, given, walk.tensors, walk.states)
+        for port, given in ports.items()
+    }
     encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
     return block.assemble(task.inputs.vocab_size, encoder, name=name)
 
@@ -437,7 +441,9 @@ class GraphReport:
     Attributes:
         shapes: Node id → its output shape as text (`"(None, 20, 32)"`).
         edges: `{"source", "target", "port", "shape"}` per connection; `shape`
-            is the source's output shape, or None where it is unknown.
+            is the source's output shape (for a decoder's `state` port reading a
+            recurrent block, the shapes of its final state: `h`, and `c`), or None
+            where it is unknown.
         errors: Node id → one message naming the node, the port and the
             layer's own words; `"spec"` for a problem outside the nodes.
         params: The total parameter count when the graph has no error, else None.
@@ -552,8 +558,21 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
         for problem in walk.problems or _fit_problems(usable, task, walk):
             errors.setdefault(problem.node_id or "spec", problem.message)
     shapes = {node_id: walk.shape_text(node_id) for node_id in walk.tensors}
+    states = {
+        node_id: ", ".join(graph_shapes.shape_text(tensor.shape) for tensor in tensors)
+        for node_id, tensors in walk.states.items()
+    }
+    blocks = {node["id"]: graph_blocks.block(node["layer"]) for node in usable}
     edges = [
-        {"source": source, "target": target, "port": port, "shape": shapes.get(source)}
+        {
+            "source": source,
+            "target": target,
+            "port": port,
+            # A state port reading a recurrent block gets its final state (h, and c).
+            "shape": states.get(source)
+            if port in getattr(blocks.get(target), "states", ())
+            else shapes.get(source),
+        }
         for source, target, port in graph_shapes.edges_of(usable)
     ]
     params = walk.param_count() if not errors and walk.output_id else None
@@ -566,21 +585,19 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
 def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
     """The spec with its `model:` as the `graph` it is: "Open as graph" and `keras-seq graph`.
 
-    A `sequence_classifier`, `sequence_regressor`, `vision_transformer` or Transformer
-    `seq2seq` becomes the graph its builder builds (`short_forms.expand_short_form`:
-    the same layers, names, parameter count and outputs); an RNN `seq2seq` the graph of
-    `short_forms.seq2seq_nodes`, its decoder one `RecurrentDecoder` block (see
-    there for where an LSTM or a deep decoder starts differently). The other
-    sections are kept; a sweep is left out: its paths name the short form's fields,
-    which a graph does not have.
+    A `sequence_classifier`, `sequence_regressor`, `vision_transformer`, `seq2seq` or
+    `conv_lstm` becomes the graph its builder builds (its `expansion`, from
+    `short_forms.expand_short_form`: the same layers, names, parameter count and
+    outputs). The other sections are kept; a sweep is left out: its paths name the
+    short form's fields, which a graph does not have.
 
     Raises:
         SpecError: at `model.type` for a model type that does not open as a graph yet.
     """
     spec = load_spec(spec)
     model = spec.model
-    if model.type not in short_forms.OPENS_AS_GRAPH:
-        types = short_forms.OPENS_AS_GRAPH
+    if model.type not in short_forms.EXPANDED_TYPES:
+        types = short_forms.EXPANDED_TYPES
         raise SpecError(
             [
                 (
@@ -590,11 +607,8 @@ def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
                 )
             ]
         )
-    if model.type == "seq2seq" and model.architecture.type == "rnn":
-        nodes = short_forms.seq2seq_nodes(model)
-    else:
-        task = _task_shapes(json.dumps(spec.task.model_dump(mode="json"), sort_keys=True))
-        nodes = list(registry.model_builder(model.type).expansion(model, task).nodes)
+    task = _task_shapes(json.dumps(spec.task.model_dump(mode="json"), sort_keys=True))
+    nodes = list(registry.model_builder(model.type).expansion(model, task).nodes)
     document = spec.to_dict()
     document.pop("sweep", None)
     document["model"] = {"type": "graph", "nodes": nodes}

@@ -123,6 +123,8 @@ class Block:
             (`input_dim` of an Embedding: the task's vocabulary), with how.
         recurrent: A recurrent layer: offers `bidirectional` and `merge_mode`,
             which wrap it in `keras.layers.Bidirectional`.
+        states: Ports that take a recurrent node's final state (`h`, and `c`
+            for an LSTM) rather than its output, one node or a list of them.
     """
 
     name: str
@@ -136,6 +138,7 @@ class Block:
     kinds: dict[str, str] = field(default_factory=dict)
     filled: dict[str, str] = field(default_factory=dict)
     recurrent: bool = False
+    states: tuple[str, ...] = ()
 
     @property
     def all_ports(self) -> tuple[str, ...]:
@@ -286,6 +289,7 @@ _BUILTIN: tuple[Block, ...] = (
         "builder_ui.builders.graph_decoder:DecoderBlock",
         ports=("memory",),
         optional_ports=("state",),
+        states=("state",),
         choices={
             "cell": ("simple", "gru", "lstm", "cec_lstm"),
             "attention": (None, "bahdanau", "luong_dot", "luong_general", "luong_concat"),

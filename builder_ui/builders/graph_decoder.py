@@ -16,11 +16,13 @@ translates text like every seq2seq model, over the encoder the walk built.
 half of `keras_seq.models.AssembledSeq2Seq`: the target embedding, the shift
 of the target to the right, and `keras_seq.layers.RecurrentDecoder` (its cell,
 layers and Bahdanau or Luong attention), reading the encoder states at its
-`memory` port through the attention and starting from its `state` port, the
-encoder's summary `(batch, units)` (e.g. a `FinalStatePooling` block's). The
-`Output` is that model's `output_projection` and softmax.
-
-The model it assembles is `AssembledSeq2Seq`.
+`memory` port through the attention and starting from its `state` port. Wired
+to recurrent blocks, the port reads the final state each returns (`h`, and `c`
+for an LSTM; both directions joined when bidirectional), one per decoder layer,
+as `RNNSeq2Seq` starts its decoder; wired to any other block, its `(batch,
+units)` output (a `FinalStatePooling`'s) is every decoder layer's `h_0`. The
+`Output` is that model's `output_projection` and softmax. The model it
+assembles is `AssembledSeq2Seq`.
 
 `TransformerDecoder` (`TransformerDecoderStack`) is the decoder half of
 `keras_seq.models.TransformerSeq2Seq` (Vaswani et al. 2017): the target
@@ -44,6 +46,7 @@ from keras_seq.layers import (
     TransformerDecoderBlock,
 )
 from keras_seq.models import AssembledSeq2Seq, AssembledTransformerSeq2Seq
+from keras_seq.models.assembled_seq2seq import check_initial_state
 from keras_seq.models.transformer_seq2seq import decoder_arguments
 
 
@@ -108,14 +111,11 @@ class DecoderBlock(keras.layers.Layer):
         if decoder.attention is None and state_shape is None:
             raise ValueError(
                 "without attention the decoder reads the source only through its initial "
-                "state: connect the encoder's summary (e.g. a FinalStatePooling block) to the "
-                "state port, or choose an attention"
+                "state: connect the encoder's recurrent block (or its summary, e.g. a "
+                "FinalStatePooling block) to the state port, or choose an attention"
             )
-        if state_shape is not None and tuple(state_shape[1:]) != (decoder.units,):
-            raise ValueError(
-                f"state must be (batch, {decoder.units}), the decoder's units (it becomes each "
-                f"decoder layer's h_0), got {tuple(state_shape)}"
-            )
+        if state_shape is not None:
+            check_initial_state(state_shape, decoder.cell, decoder.units, decoder.num_layers)
         if len(memory_shape) != 3:
             raise ValueError(
                 f"memory must be the encoder states (batch, S, d_enc), got {tuple(memory_shape)}"
@@ -126,7 +126,11 @@ class DecoderBlock(keras.layers.Layer):
 
     def compute_output_spec(self, memory, state=None):
         if not self.built:  # Keras builds before asking when called; a direct ask builds here
-            self.build(memory.shape, None if state is None else state.shape)
+            if isinstance(state, list):  # the final states of recurrent blocks
+                state_shape = [tensor.shape for tensor in state]
+            else:
+                state_shape = None if state is None else state.shape
+            self.build(memory.shape, state_shape)
         shape = (memory.shape[0], self.target_length, self.decoder.output_dim)
         return keras.KerasTensor(shape, dtype=self.compute_dtype)
 

@@ -134,9 +134,9 @@ def _trace(
             node = nodes[index]
             item = graph_blocks.block(node["layer"])
             try:
-                tensors[node["id"]] = graph_shapes.call_block(
-                    item, walk.layers[node["id"]], node, tensors
-                )
+                outputs = graph_shapes.call_block(item, walk.layers[node["id"]], node, tensors)
+                # A layer a decoder reads the state of returns it too: its sequence first.
+                tensors[node["id"]] = outputs[0] if node["id"] in walk.states else outputs
             except Exception as error:  # the layer's own refusal, whatever its type
                 if _meta_device_limit(error):
                     raise _Unknown from None

@@ -97,7 +97,7 @@ def _port_problems(index: int, node: Mapping[str, Any], ids: set[str]) -> list[N
                     )
                 )
                 continue
-        elif isinstance(value, list):
+        elif isinstance(value, list) and (port not in item.states or not value):
             problems.append(
                 NodeProblem(
                     index,
@@ -290,6 +290,8 @@ class Walk:
     problems: list[NodeProblem] = field(default_factory=list)
     input_id: str | None = None
     output_id: str | None = None
+    # Recurrent node id → its final state tensors, for the decoder blocks' `state` ports.
+    states: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def shape_text(self, node_id: str) -> str | None:
         tensor = self.tensors.get(node_id)
@@ -409,14 +411,85 @@ def _head(node_id: str, task: Any) -> Any:
     return keras.layers.Dense(targets.output_dim, dtype="float32", name=node_id)
 
 
-def call_block(item: Any, layer: Any, node: Mapping[str, Any], tensors: dict[str, Any]) -> Any:
-    """Call a node's layer on the tensors of the nodes its ports read, port by port."""
+def call_block(
+    item: Any,
+    layer: Any,
+    node: Mapping[str, Any],
+    tensors: dict[str, Any],
+    states: Mapping[str, tuple[Any, ...]] | None = None,
+) -> Any:
+    """Call a node's layer on the tensors of the nodes its ports read, port by port.
+
+    A `state` port (`Block.states`) reading a recurrent node gets that layer's final state
+    tensors (`states`), and a list of nodes gets all of theirs in order: a list.
+    """
     inputs = node.get("inputs", {})
     if item.variadic:
         return layer([tensors[source] for source in inputs[item.variadic[0]]])
-    positional = [tensors[inputs[port]] for port in item.ports]
-    keywords = {port: tensors[inputs[port]] for port in item.optional_ports if port in inputs}
+    positional = [port_value(item, port, inputs[port], tensors, states) for port in item.ports]
+    keywords = {
+        port: port_value(item, port, inputs[port], tensors, states)
+        for port in item.optional_ports
+        if port in inputs
+    }
     return layer(*positional, **keywords)
+
+
+def port_value(
+    item: Any,
+    port: str,
+    given: str | list[str],
+    tensors: Mapping[str, Any],
+    states: Mapping[str, tuple[Any, ...]] | None = None,
+) -> Any:
+    """What a port reads: its node's tensor; for a `state` port (`Block.states`), the final
+    state tensors of the recurrent nodes it reads, a list, in order."""
+    states = states or {}
+    if port not in item.states or (not isinstance(given, list) and given not in states):
+        return tensors[given]
+    found: list[Any] = []
+    for source in _sources(given):
+        found += list(states[source]) if source in states else [tensors[source]]
+    return found
+
+
+def state_sources(nodes: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The recurrent nodes whose final state a decoder block's `state` port reads.
+
+    Their layers are made with `return_state=True`: the node's tensor is still its output
+    sequence, and the port gets the state the layer ends in (`h`, and `c` for an LSTM; a
+    bidirectional layer's two directions joined, `[h→_S; h←_1]`), as `RNNSeq2Seq` and
+    `PointerNetwork` start their decoders.
+    """
+    recurrent = {
+        node["id"]
+        for node in nodes
+        if (item := graph_blocks.block(node["layer"])) is not None and item.recurrent
+    }
+    found = set()
+    for node in nodes:
+        item = graph_blocks.block(node["layer"])
+        for port in item.states if item is not None else ():
+            found.update(
+                s for s in _sources(node.get("inputs", {}).get(port, [])) if s in recurrent
+            )
+    return frozenset(found)
+
+
+def _split_state(node_id: str, layer: Any, outputs: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A `return_state` layer's outputs as (its sequence, its final state tensors), a
+    bidirectional layer's directions joined state by state (named `<id>_state_<i>`)."""
+    import keras  # loaded on first use (see make_layer)
+
+    sequence, *states = outputs
+    if isinstance(layer, keras.layers.Bidirectional):
+        half = len(states) // 2
+        pairs = zip(states[:half], states[half:], strict=True)
+        states = [
+            keras.layers.Concatenate(name=f"{node_id}_state_{index}")([forward, backward])
+            for index, (forward, backward) in enumerate(pairs)
+        ]
+    return sequence, tuple(states)
 
 
 def given_shapes(item: Any, node: Mapping[str, Any], tensors: dict[str, Any]) -> str:
@@ -435,10 +508,18 @@ class _Outcome:
     tensor: Any
     layer: Any
     problems: tuple[tuple[str, str], ...] = ()
+    states: tuple[Any, ...] = ()
 
 
-def _compute(node: Mapping[str, Any], task: Any, tensors: dict[str, Any]) -> _Outcome:
-    """Make and call one node's layer on its inputs' tensors."""
+def _compute(
+    node: Mapping[str, Any],
+    task: Any,
+    tensors: dict[str, Any],
+    states: Mapping[str, tuple[Any, ...]],
+    returns_state: bool,
+) -> _Outcome:
+    """Make and call one node's layer on its inputs' tensors (with `return_state=True` when
+    a decoder reads its final state, `state_sources`)."""
     item, node_id = graph_blocks.block(node["layer"]), node["id"]
     if node["layer"] == OUTPUT:
         layer = _head(node_id, task)
@@ -449,11 +530,17 @@ def _compute(node: Mapping[str, Any], task: Any, tensors: dict[str, Any]) -> _Ou
         sources = [s for value in node.get("inputs", {}).values() for s in _sources(value)]
         try:
             params = _filled(item, node.get("params", {}), task, [tensors[s] for s in sources])
+            if returns_state:
+                params["return_state"] = True
             layer = make_layer(item, node_id, params)
         except (ValueError, TypeError) as error:
             return _Outcome(None, None, (("params", f"{_label(node)}: {layer_words(error)}"),))
     try:
-        return _Outcome(call_block(item, layer, node, tensors), layer)
+        outputs = call_block(item, layer, node, tensors, states)
+        if returns_state:
+            sequence, final = _split_state(node_id, layer, outputs)
+            return _Outcome(sequence, layer, states=final)
+        return _Outcome(outputs, layer)
     except Exception as error:  # the layer's own refusal of its inputs, whatever its type
         ports = list(node.get("inputs", {}))
         where = f"inputs.{ports[0]}" if len(ports) == 1 else "inputs"
@@ -467,10 +554,21 @@ def _signature(tensor: Any) -> tuple[Any, ...]:
     return (tuple(tensor.shape), str(tensor.dtype), None if mask is None else tuple(mask.shape))
 
 
-def _cache_key(node: Mapping[str, Any], task: Any, tensors: dict[str, Any]) -> str:
-    """A node's layer, parameters, input signatures and the task's sizes, as one key."""
+def _cache_key(
+    node: Mapping[str, Any],
+    task: Any,
+    tensors: dict[str, Any],
+    states: Mapping[str, tuple[Any, ...]],
+    returns_state: bool,
+) -> str:
+    """A node's layer, parameters, input signatures (and states read) and the task's sizes,
+    and whether it returns its state, as one key."""
     inputs = {
-        port: [_signature(tensors[source]) for source in _sources(value)]
+        port: [
+            [_signature(tensor) for tensor in states.get(source, ())]
+            + [_signature(tensors[source])]
+            for source in _sources(value)
+        ]
         for port, value in node.get("inputs", {}).items()
     }
     targets = task.targets
@@ -482,7 +580,7 @@ def _cache_key(node: Mapping[str, Any], task: Any, tensors: dict[str, Any]) -> s
         getattr(targets, "vocab_size", None),
         getattr(targets, "length", None),
     )
-    parts = (node["id"], node["layer"], node.get("params", {}), inputs, sizes)
+    parts = (node["id"], node["layer"], node.get("params", {}), inputs, sizes, returns_state)
     return json.dumps(parts, sort_keys=True, default=repr)
 
 
@@ -520,7 +618,14 @@ class _OutcomeCache:
 OUTCOMES = _OutcomeCache(CACHE_SIZE)
 
 
-def _step(index: int, node: Mapping[str, Any], task: Any, walk: Walk, cached: bool) -> None:
+def _step(
+    index: int,
+    node: Mapping[str, Any],
+    task: Any,
+    walk: Walk,
+    cached: bool,
+    returns_state: frozenset[str] = frozenset(),
+) -> None:
     """One node's outcome (from the cache when `cached` and known), recorded in `walk`."""
     # Keras loads on first use (see make_layer).
     import keras
@@ -528,21 +633,27 @@ def _step(index: int, node: Mapping[str, Any], task: Any, walk: Walk, cached: bo
     node_id = node["id"]
     if node["layer"] == INPUT:
         inputs = task.inputs
-        walk.tensors[node_id] = keras.Input(shape=inputs.shape, dtype=inputs.dtype, name=node_id)
+        # A translator reads sources of any length (Translator, its exports), as every
+        # seq2seq model does; other graphs keep the task's (a Flatten needs it).
+        shape = (None,) if task.targets.kind == "sequence" else inputs.shape
+        walk.tensors[node_id] = keras.Input(shape=shape, dtype=inputs.dtype, name=node_id)
         walk.input_id = node_id
         return
     sources = [source for value in node.get("inputs", {}).values() for source in _sources(value)]
     if any(source not in walk.tensors for source in sources):
         return  # an input has no tensor: its own problem is already recorded
-    key = _cache_key(node, task, walk.tensors) if cached else None
+    state = node_id in returns_state
+    key = _cache_key(node, task, walk.tensors, walk.states, state) if cached else None
     outcome = OUTCOMES.get(key) if cached else None
     if outcome is None:
-        outcome = _compute(node, task, walk.tensors)
+        outcome = _compute(node, task, walk.tensors, walk.states, state)
         if cached:
             OUTCOMES.put(key, outcome)
     walk.problems += [NodeProblem(index, node_id, f, message) for f, message in outcome.problems]
     if outcome.tensor is not None:
         walk.tensors[node_id] = outcome.tensor
+        if state:
+            walk.states[node_id] = outcome.states
         walk.layers[node_id] = outcome.layer
         if node["layer"] == OUTPUT:
             walk.output_id = node_id
@@ -647,13 +758,14 @@ def walk(
     broken = {problem.node_id for problem in result.problems if problem.field} | set(skip)
     order, _ = topological_order(nodes)
     todo = [index for index in order if nodes[index]["id"] not in broken]
+    returns_state = state_sources(nodes)
     if not symbolic:
         for index in todo:
-            _step(index, nodes[index], task, result, cached=False)
+            _step(index, nodes[index], task, result, False, returns_state)
         return result
     with unallocated():
         for index in todo:
-            _step(index, nodes[index], task, result, cached=True)
+            _step(index, nodes[index], task, result, True, returns_state)
     return result
 
 

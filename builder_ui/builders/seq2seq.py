@@ -1,7 +1,7 @@
 """`seq2seq`: an encoder–decoder from source token ids to target token ids.
 
-Built by `keras_seq.models.seq2seq`. `architecture` is a section of its own,
-discriminated by its `type`, holding only that architecture's fields:
+`architecture` is a section of its own, discriminated by its `type`, holding
+only that architecture's fields:
 `{type: rnn, ...}` is the model of Sutskever et al. (2014), with the attention
 of Bahdanau et al. (2015) or Luong et al. (2015) as options;
 `{type: transformer, ...}` is the encoder–decoder Transformer of Vaswani et
@@ -9,12 +9,12 @@ al. (2017). `architecture: transformer` alone takes that architecture's
 defaults, so `--set model.architecture=transformer` or a sweep over
 `model.architecture: [rnn, transformer]` switches between them.
 
-The Transformer is a short form of a graph (`short_forms`): its encoder block
-by block and its decoder one `TransformerDecoder` block, built, checked and
-counted by the graph builder's walk (`graph.ShortFormBuilder`), so it opens on
-the canvas as the model it trains. The RNN architecture is built by
-`keras_seq.models.RNNSeq2Seq` (`short_forms.seq2seq_nodes` opens it as a graph).
-Training and scoring (teacher forcing, BLEU, exact match) are `translating`'s.
+A short form of a graph (`short_forms`): its encoder block by block and its
+decoder one `RecurrentDecoder` or `TransformerDecoder` block, built, checked
+and counted by the graph builder's walk (`graph.ShortFormBuilder`), so it opens
+on the canvas as the model it trains: the same weights and outputs as
+`keras_seq.models.seq2seq(...)` (`RNNSeq2Seq`, `TransformerSeq2Seq`). Training
+and scoring (teacher forcing, BLEU, exact match) are `translating`'s.
 
 Spec example:
 
@@ -30,7 +30,6 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from builder_ui.builders import memory
 from builder_ui.builders.fields import Layers, Rate, Units
 from builder_ui.builders.graph import ShortFormBuilder
 from builder_ui.builders.registry import register_model
@@ -186,87 +185,8 @@ class Seq2SeqBuilder(Translating, ShortFormBuilder):
                     f"more than {MAX_LAYER_PARAMS:,} weights",
                 )
             )
-        if problems or architecture.type == "rnn":
-            return problems
-        return super().check(params, task)  # the graph's own check (`ShortFormBuilder`)
-
-    def build(self, params, task):
-        if params.architecture.type == "transformer":
-            return super().build(params, task)  # the graph (`ShortFormBuilder`)
-        # Keras loads on first use, not on import (specs and the app start without it).
-        from keras_seq.models import seq2seq
-
-        return seq2seq(task.inputs.vocab_size, task.targets.vocab_size, **params.arguments())
-
-    def estimate(self, params, task):
-        """The Transformer's graph counted from its layers (`ShortFormBuilder`); the RNN's
-        layers counted from the fields (see `memory.Part`)."""
-        if params.architecture.type == "rnn":
-            return _rnn_parts(params, task)
-        return super().estimate(params, task)
+        return problems or super().check(params, task)  # the graph's (`ShortFormBuilder`)
 
     def model_width(self, params):
         architecture = params.architecture
         return architecture.embedding_dim if architecture.type == "transformer" else None
-
-
-def _embedding_parts(params, task):
-    """The source and target embeddings (and the target's softmax, `output_projection`)."""
-    width, field = params.architecture.embedding_dim, "model.architecture.embedding_dim"
-    source, target = task.inputs, task.targets
-    return [
-        memory.Part("source_embedding", field, source.vocab_size * width, source.length * width),
-        memory.Part("target_embedding", field, target.vocab_size * width, target.length * width),
-    ]
-
-
-def _output_part(width, field, task):
-    """`output_projection`: every step's logits and softmax over the target vocabulary."""
-    target = task.targets
-    weights = memory.dense(width, target.vocab_size)
-    return memory.Part("output_projection", field, weights, 2 * target.length * target.vocab_size)
-
-
-def _rnn_parts(params, task):
-    """`keras_seq.models.RNNSeq2Seq`: encoder layers, `RecurrentDecoder`, attention, output."""
-    arch, layers = params.architecture, params.num_layers
-    units, cell, field = arch.units, arch.cell, "model.architecture.units"
-    source, target = task.inputs.length, task.targets.length
-    parts = _embedding_parts(params, task)
-    directions = 2 if arch.bidirectional else 1
-    per_direction = units // directions
-    features = arch.embedding_dim
-    for index in range(layers):
-        weights = directions * memory.recurrent_cell(cell, features, per_direction)
-        kept = directions * memory.recurrent_activations(cell, source, per_direction)
-        parts.append(memory.Part(f"encoder_{index}", field, weights, kept))
-        features = units
-    first = arch.embedding_dim
-    first += units if arch.attention == "bahdanau" else 0  # [x_t; c_t]
-    first += units if arch.input_feeding else 0  # [x_t; h̃_{t−1}]
-    cells = memory.recurrent_cell(cell, first, units)
-    cells += (layers - 1) * memory.recurrent_cell(cell, units, units)
-    kept = layers * memory.recurrent_activations(cell, target, units)
-    parts.append(memory.Part("decoder", field, cells, kept))
-    output_width = units
-    if arch.attention is not None:
-        parts.append(_attention_part(arch, source, target))
-        output_width += units if arch.attention == "bahdanau" else 0
-    return [*parts, _output_part(output_width, field, task)]
-
-
-def _attention_part(arch, source, target):
-    """The decoder's attention: its score weights, W_c for Luong, the (T, S) weights it keeps."""
-    units = arch.units
-    kept = 2 * target * source + target * units  # scores, softmax weights, contexts
-    if arch.attention in ("bahdanau", "luong_concat"):
-        hidden = arch.attention_units or units
-        field = "model.architecture.attention_units" if arch.attention_units else None
-        weights = 2 * units * hidden + hidden  # W, U and v of vᵀ tanh(W q + U k)
-        kept += target * source * hidden  # tanh(W q_i + U k_j) for every (i, j)
-    else:
-        field = None
-        weights = units * units if arch.attention == "luong_general" else 0
-    if arch.attention in LUONG:
-        weights += memory.dense(2 * units, units, bias=False)  # W_c [c_t; h_t]
-    return memory.Part("attention", field or "model.architecture.units", weights, kept)

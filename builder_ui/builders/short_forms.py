@@ -6,8 +6,9 @@
       ─▶ or the spec's `model:` as that graph (`graph.preset_as_graph`: "Open as graph",
          `keras-seq graph`)
 
-`sequence_classifier`, `sequence_regressor` (either encoder) and
-`vision_transformer` are described here once, as the nodes of a `graph` model
+`sequence_classifier`, `sequence_regressor` (either encoder),
+`vision_transformer`, `seq2seq` and `conv_lstm` are described here once, as
+the nodes of a `graph` model
 (`builder_ui.builders.graph`): one node per layer, its id the layer's name
 (`token_embedding`, `gru_0`, `encoder_block_1`, `classifier`), its params the
 layer's own constructor arguments. Their builders build that graph, check it
@@ -29,8 +30,11 @@ What a short form carries beyond its layers is in its nodes too:
   its initializer as Keras serializes it (`{class_name: RandomNormal, config:
   {stddev: 0.02}}`), a value a node's params may hold.
 
-`seq2seq_nodes` writes an RNN `seq2seq` the same way for the canvas; the
-`seq2seq` builder still builds its own model (see there for where they differ).
+A `seq2seq` is its encoder block by block and its decoder one composite
+block (`RecurrentDecoder` or `TransformerDecoder`, `graph_decoder`), which
+makes the model that trains (`AssembledSeq2Seq`, `AssembledTransformerSeq2Seq`,
+the same weights and outputs as `RNNSeq2Seq` and `TransformerSeq2Seq`). A
+`conv_lstm` is the layers of `conv_lstm_predictor` or `frame_lstm_predictor`.
 
 Nothing here imports Keras.
 """
@@ -49,7 +53,7 @@ from builder_ui.builders.graph_blocks import (
     TRANSFORMER_DECODER,
 )
 
-# The model types `expand_short_form` writes out (a `seq2seq` with the Transformer architecture).
+# The model types `expand_short_form` writes out.
 EXPANDED_TYPES = (
     "sequence_classifier",
     "sequence_regressor",
@@ -57,8 +61,7 @@ EXPANDED_TYPES = (
     "seq2seq",
     "conv_lstm",
 )
-# The model types that open as a graph: those, and the RNN seq2seq (`seq2seq_nodes`).
-OPENS_AS_GRAPH = EXPANDED_TYPES
+
 
 # Each `encoder.cell` (and `architecture.cell` of a seq2seq) is this block.
 CELL_LAYERS = {"simple": "SimpleRNN", "gru": "GRU", "lstm": "LSTM", "cec_lstm": "CECLSTM"}
@@ -115,7 +118,7 @@ def cec_arguments(encoder: Any) -> dict[str, Any]:
 
 def expand_short_form(model: Any, task: Any) -> Expansion:
     """The graph of a `sequence_classifier`, `sequence_regressor`, `vision_transformer`,
-    Transformer `seq2seq` or `conv_lstm`.
+    `seq2seq` (either architecture) or `conv_lstm`.
 
     Args:
         model: The validated `model:` section (its pydantic params); a `conv_lstm` of
@@ -138,8 +141,10 @@ def expand_short_form(model: Any, task: Any) -> Expansion:
     elif model.type == "conv_lstm":
         source, nodes, fields = "frames", *_next_frame_nodes(model, task)
         head = "next_frames"
-    elif model.type == "seq2seq" and model.architecture.type == "transformer":
-        source, nodes, fields = "source", *_transformer_seq2seq_nodes(model)
+    elif model.type == "seq2seq":
+        rnn = model.architecture.type == "rnn"
+        expand = _rnn_seq2seq_nodes if rnn else _transformer_seq2seq_nodes
+        source, nodes, fields = "source", *expand(model)
         head = "words"
     elif model.type in ("sequence_classifier", "sequence_regressor"):
         tokens = input_kind == "tokens"
@@ -152,7 +157,7 @@ def expand_short_form(model: Any, task: Any) -> Expansion:
     else:
         raise ValueError(
             f"model type {model.type!r} has no expansion into a graph; expected one of "
-            f"{', '.join(EXPANDED_TYPES)} (a seq2seq with the transformer architecture)"
+            f"{', '.join(EXPANDED_TYPES)}"
         )
     nodes = [node(source, INPUT, None), *nodes, node(head, OUTPUT, nodes[-1]["id"])]
     fields = {**fields, head: fields[nodes[-2]["id"]]}  # the head's width is the encoder's
@@ -266,19 +271,18 @@ def _vit_nodes(model: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
     return nodes, {item["id"]: "model.embedding_dim" for item in nodes}
 
 
-def seq2seq_nodes(model: Any) -> list[dict[str, Any]]:
-    """An RNN `seq2seq` (`keras_seq.models.RNNSeq2Seq`) as an encoder graph and one decoder block.
+def _rnn_seq2seq_nodes(model: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """An RNN `seq2seq` (`keras_seq.models.RNNSeq2Seq`): its encoder block by block, and its
+    decoder one `RecurrentDecoder` block.
 
-    The encoder is its layers, block for block (the source reversal, the embedding,
-    each recurrent layer, the dropout between them); `FinalStatePooling` hands the
-    last layer's final state `[h→_S; h←_1]` to the `RecurrentDecoder` block, whose
-    attention reads the last layer's states. With one GRU or simple-RNN layer that
-    is the model exactly (same weights, same probabilities). An edge carries one
-    tensor, so an LSTM decoder starts with `c_0 = 0` rather than the encoder's `c`,
-    and with several layers every decoder layer starts from the top layer's state.
+    The encoder is its layers (the source reversal, the embedding, each recurrent layer,
+    the dropout between them). The decoder's attention reads the last layer's states at
+    its `memory` port; its `state` port reads every encoder layer, so each decoder layer
+    starts from the final state of the encoder layer below it (`h`, and `c` for an LSTM;
+    `[h→_S; h←_1]` when bidirectional), as `RNNSeq2Seq` starts it.
     """
     arch, x = model.architecture, "source"
-    nodes = [node("source", INPUT, None)]
+    nodes: list[dict[str, Any]] = []
     if model.reverse_source:
         nodes.append(node("source_reversal", "ReverseWithinLength", x))
         x = "source_reversal"
@@ -290,6 +294,7 @@ def seq2seq_nodes(model: Any) -> list[dict[str, Any]]:
         nodes.append(node("embedding_dropout", "Dropout", x, rate=model.dropout))
         x = "embedding_dropout"
     units = arch.units // 2 if arch.bidirectional else arch.units
+    encoders = []
     for index in range(model.num_layers):
         if index and model.dropout:
             nodes.append(node(f"encoder_dropout_{index}", "Dropout", x, rate=model.dropout))
@@ -299,8 +304,7 @@ def seq2seq_nodes(model: Any) -> list[dict[str, Any]]:
             params["bidirectional"] = True
         nodes.append(node(f"encoder_{index}", CELL_LAYERS[arch.cell], x, **params))
         x = nodes[-1]["id"]
-    final = {"bidirectional": True} if arch.bidirectional else {}
-    nodes.append(node("encoder_state", "FinalStatePooling", x, **final))
+        encoders.append(x)
     decoder = {"cell": arch.cell, "units": arch.units, "num_layers": model.num_layers}
     decoder.update(attention=arch.attention, embedding_dim=arch.embedding_dim)
     if arch.attention_units is not None:
@@ -309,16 +313,18 @@ def seq2seq_nodes(model: Any) -> list[dict[str, Any]]:
         decoder["input_feeding"] = True
     if model.dropout:
         decoder["dropout"] = model.dropout
+    state = encoders[0] if len(encoders) == 1 else encoders
     nodes.append(
         {
             "id": "decoder",
             "layer": RECURRENT_DECODER,
             "params": decoder,
-            "inputs": {"memory": x, "state": "encoder_state"},
+            "inputs": {"memory": x, "state": state},
         }
     )
-    nodes.append(node("words", OUTPUT, "decoder"))
-    return nodes
+    fields = {item["id"]: "model.architecture.units" for item in nodes}
+    fields["source_embedding"] = "model.architecture.embedding_dim"
+    return nodes, fields
 
 
 def _transformer_seq2seq_nodes(model: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:

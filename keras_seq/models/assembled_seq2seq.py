@@ -16,10 +16,14 @@ search, `Translator` and its SavedModel work unchanged.
 
 Design choices:
 
-- The decoder's initial state is `"state"` for every decoder layer's `h`
-  (an LSTM's memory `c` starts at zero: a graph edge carries one tensor);
-  without `"state"` it starts at zero, which only an attention decoder can
-  afford (without attention it would never see the source, so that is refused).
+- `"state"` is one `(batch, units)` tensor, every decoder layer's `h_0` (an
+  LSTM's memory `c` starting at zero), or a list of each decoder layer's own
+  initial state, `h` (and `c` for an LSTM) per layer in order, which is how
+  `RNNSeq2Seq` hands over its encoder layers' final states (the Build tab's
+  decoder block reads them when its `state` port is wired to recurrent
+  blocks). Without `"state"` the decoder starts at zero, which only an
+  attention decoder can afford (without attention it would never see the
+  source, so that is refused).
 - The source mask is `source != PAD`, as for every `Seq2Seq`, whatever masks
   the encoder itself computes.
 - Dropout (`dropout`) acts on the target embeddings and the decoder outputs;
@@ -40,6 +44,35 @@ from keras_seq.models.seq2seq_base import Seq2Seq
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
 
+def check_initial_state(state_shape, cell, units, num_layers):
+    """Refuses an encoder `"state"` that cannot start the decoder, naming what it needs.
+
+    One `(batch, units)` shape is every decoder layer's `h_0` (an LSTM's `c_0` zero); a
+    list of shapes is each decoder layer's own initial state in order, `h` (and `c` for
+    an LSTM) per layer, as `RNNSeq2Seq` hands over its encoder layers' final states.
+    """
+    listed = isinstance(state_shape[0], (tuple, list))
+    shapes = list(state_shape) if listed else [state_shape]
+    wanted = num_layers * states_per_layer(cell) if listed else 1
+    if len(shapes) != wanted:
+        per_layer = "h and c" if states_per_layer(cell) == 2 else "h"
+        raise validation.invalid(
+            "encoder",
+            f"a 'state' of one (batch, {units}) tensor, or the initial state of each of the "
+            f"{num_layers} decoder layer(s) ({per_layer} per layer for a {cell} decoder): "
+            f"{num_layers * states_per_layer(cell)} tensors",
+            f"{len(shapes)} tensors",
+        )
+    for shape in shapes:
+        if tuple(shape[1:]) != (units,):
+            raise validation.invalid(
+                "encoder",
+                f"'state' of shape (batch, {units}): the decoder's units, since it becomes "
+                "each decoder layer's initial state",
+                tuple(shape),
+            )
+
+
 @_REGISTER
 class AssembledSeq2Seq(OwnEncoder, RNNSeq2Seq):
     """A `RecurrentDecoder` over the outputs of an encoder model of one's own.
@@ -57,8 +90,10 @@ class AssembledSeq2Seq(OwnEncoder, RNNSeq2Seq):
             encoder embeds them itself).
         target_vocab_size: Target token ids, the 4 reserved ids included.
         encoder: A `keras.Model` from `(batch, S)` int ids to a dict with
-            `"memory"` `(batch, S, d_enc)` and/or `"state"` `(batch, units)`.
-            `"memory"` is needed with attention, `"state"` without.
+            `"memory"` `(batch, S, d_enc)` and/or `"state"`: `(batch, units)`,
+            or a list of `num_layers × (1, or 2 for an LSTM)` such tensors
+            (see the module docstring). `"memory"` is needed with attention,
+            `"state"` without.
         cell: `"simple"`, `"gru"`, `"lstm"` (default) or `"cec_lstm"`, the
             decoder's cell.
         units: The decoder's state size. Default 64.
@@ -143,13 +178,9 @@ class AssembledSeq2Seq(OwnEncoder, RNNSeq2Seq):
                 "only through its initial state",
                 sorted(outputs),
             )
-        if state is not None and tuple(state.shape[1:]) != (self.units,):
-            raise validation.invalid(
-                "encoder",
-                f"'state' of shape (batch, {self.units}): the decoder's units, since it becomes "
-                "each decoder layer's h_0",
-                tuple(state.shape),
-            )
+        if state is not None:
+            shapes = [t.shape for t in state] if isinstance(state, (list, tuple)) else state.shape
+            check_initial_state(shapes, self.cell, self.units, self.num_layers)
         validation.parameter_budget("target_embedding", self.target_vocab_size * self.embedding_dim)
 
     def _make_layers(self):
@@ -177,7 +208,9 @@ class AssembledSeq2Seq(OwnEncoder, RNNSeq2Seq):
         outputs = self.encoder(source, training=training)
         state = outputs.get("state")
         initial_states = None
-        if state is not None:
+        if isinstance(state, (list, tuple)):  # each decoder layer's own initial state
+            initial_states = list(state)
+        elif state is not None:
             zeros = ops.zeros_like(state)
             per_layer = [state, zeros] if states_per_layer(self.cell) == 2 else [state]
             initial_states = per_layer * self.num_layers

@@ -67,12 +67,11 @@ _TRANSLATION_START = [
         "params": {"units": 32, "return_sequences": True},
         "inputs": {"x": "embedding"},
     },
-    {"id": "encoder_state", "layer": "FinalStatePooling", "inputs": {"x": "encoder"}},
     {
         "id": "decoder",
         "layer": "RecurrentDecoder",
         "params": {"cell": "gru", "units": 32, "attention": "bahdanau", "embedding_dim": 16},
-        "inputs": {"memory": "encoder", "state": "encoder_state"},
+        "inputs": {"memory": "encoder", "state": "encoder"},
     },
     {"id": "words", "layer": "Output", "inputs": {"x": "decoder"}},
 ]

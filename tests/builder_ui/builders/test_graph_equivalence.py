@@ -1,15 +1,16 @@
 """A short form, its graph and the `keras_seq.models` factory are one model.
 
 For every preset and example spec of a type that builds from its graph
-(`sequence_classifier`, `sequence_regressor`, `vision_transformer`, the Transformer
-`seq2seq`), three models are built: the short form as the app trains it, the
+(`sequence_classifier`, `sequence_regressor`, `vision_transformer`, `seq2seq` of
+either architecture, `conv_lstm`), three models are built: the short form as the app trains it, the
 `graph` spec `keras-seq graph` writes for it, and the model a library user gets
 from the factory (`recurrent_model`, `transformer_classifier`, `vision_transformer`,
-`seq2seq`), called here by hand from the spec's fields. They must hold the same
-number of parameters and, with the same random weights copied into each (in layer
-order; a seq2seq's by each weight's path, as its encoder is a model of its own in
-the graph's), give the same outputs on the task's validation sequences (a
-seq2seq's: its teacher-forced probabilities of the validation targets).
+`seq2seq`, `conv_lstm_predictor`, `frame_lstm_predictor`), called here by hand from
+the spec's fields. They must hold the same number of parameters and, with the same
+random weights copied into each (in layer order; a seq2seq's by each weight's path,
+as its encoder is a model of its own in the graph's), give the same outputs on the
+task's validation sequences (a seq2seq's: its teacher-forced probabilities of the
+validation targets).
 
 `atol=1e-6`: the three run the same float32 kernels on the same values in the same
 order, so they agree to the last bits; 1e-6 leaves room for the round-off of a
@@ -46,10 +47,8 @@ TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq
 
 
 def _expanded(model) -> bool:
-    """Whether a spec's model builds from its graph (a seq2seq only as a Transformer)."""
-    return model.type in TYPES and (
-        model.type != "seq2seq" or model.architecture.type == "transformer"
-    )
+    """Whether a spec's model builds from its graph."""
+    return model.type in TYPES
 
 
 def _documents() -> dict[str, dict]:
@@ -65,17 +64,24 @@ def _documents() -> dict[str, dict]:
 
 
 def _variants(documents: dict[str, dict]) -> dict[str, dict]:
-    """The branches of the expansions the example specs leave out: for the Transformer
-    seq2seq learned positions, post-LN, the source reversal, dropout, two blocks a side;
-    for the ConvLSTM the flat layout (its sweep's other model) and one layer."""
+    """The branches of the expansions the example specs leave out: for the RNN seq2seq two
+    layers (unidirectional LSTM, bidirectional GRU), dropout; for the Transformer seq2seq
+    learned positions, post-LN, the source reversal, dropout, two blocks a side; for the
+    ConvLSTM the flat layout (its sweep's other model) and one layer."""
     variant = copy.deepcopy(documents["transformer_translation"])
     variant["model"]["architecture"].update(positions="learned", norm_first=False)
     variant["model"].update(reverse_source=True, dropout=0.1, num_layers=2)
+    deep = copy.deepcopy(documents["seq2seq"])  # an LSTM: each layer hands over h and c
+    deep["model"].update(num_layers=2, dropout=0.1)
+    deep_bidirectional = copy.deepcopy(documents["seq2seq_bahdanau"])
+    deep_bidirectional["model"]["num_layers"] = 2
     flat = copy.deepcopy(documents["conv_lstm"])
     flat["model"]["layout"] = "flat"
     one_layer = copy.deepcopy(documents["conv_lstm"])
     one_layer["model"].update(num_layers=1, head_kernel_size=1)
     return {
+        "seq2seq_two_layers": deep,
+        "seq2seq_bahdanau_two_layers": deep_bidirectional,
         "transformer_translation_learned_reversed": variant,
         "conv_lstm_flat": flat,
         "conv_lstm_one_layer": one_layer,
@@ -124,6 +130,23 @@ def _factory_model(model, task) -> keras.Model:
         budget = conv_lstm_parameters(task.inputs.shape, future, **fields)
         units = matched_units(budget, task.inputs.shape, future)
         return frame_lstm_predictor(task.inputs, future, units=units)
+    if model.type == "seq2seq" and model.architecture.type == "rnn":
+        arch = model.architecture
+        return seq2seq(
+            task.inputs.vocab_size,
+            task.targets.vocab_size,
+            architecture="rnn",
+            cell=arch.cell,
+            units=arch.units,
+            num_layers=model.num_layers,
+            bidirectional=arch.bidirectional,
+            attention=arch.attention,
+            attention_units=arch.attention_units,
+            input_feeding=arch.input_feeding,
+            embedding_dim=arch.embedding_dim,
+            reverse_source=model.reverse_source,
+            dropout=model.dropout,
+        )
     if model.type == "seq2seq":
         arch = model.architecture
         return seq2seq(
@@ -189,11 +212,15 @@ def test_the_short_form_its_graph_and_the_factory_are_the_same_model(key):
     # Random weights (biases and norms too, not their constant starts), the same in all three.
     rng = np.random.default_rng(0)
     if prepared.spec.model.type == "seq2seq":
-        values = {w.path: rng.normal(0, 0.3, w.shape).astype("float32") for w in short.weights}
+        # A block's recurrent layer inside its Bidirectional is `<id>_layer`, the model's `<id>`.
+        def path(weight):
+            return weight.path.replace("_layer/", "/")
+
+        values = {path(w): rng.normal(0, 0.3, w.shape).astype("float32") for w in short.weights}
         for model in (short, graph, factory):
-            assert sorted(w.path for w in model.weights) == sorted(values)
+            assert sorted(path(w) for w in model.weights) == sorted(values)
             for weight in model.weights:
-                weight.assign(values[weight.path])
+                weight.assign(values[path(weight)])
         x = {name: ids[:16] for name, ids in prepared.x_val.items()}  # source and target
     else:
         weights = [rng.normal(0, 0.3, w.shape).astype("float32") for w in short.get_weights()]

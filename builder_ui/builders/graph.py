@@ -62,6 +62,7 @@ from builder_ui.builders import (
     short_forms,
 )
 from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.pointing import Pointing
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.translating import Translating
 from builder_ui.builders.validation import load_spec, resolve_component
@@ -161,7 +162,7 @@ class GraphBuilder(ModelBuilder):
 
     params = GraphParams
     input_kinds = ("tokens", "numeric", "image", "frames")
-    target_kinds = ("classification", "regression", "sequence", "frames")
+    target_kinds = ("classification", "regression", "sequence", "pointer", "frames")
     description = "Blocks wired port to port on the canvas: any layers, from Input to Output."
 
     def check(self, params, task):
@@ -184,31 +185,27 @@ class GraphBuilder(ModelBuilder):
         """A functional `keras.Model` whose layers are named by node id (see the class)."""
         return build_nodes(plain_nodes(params), task)
 
-    # A translating graph trains and is scored as every seq2seq model.
+    # A graph with a decoder block trains and is scored as its model type does.
 
     def fit_data(self, params, task):
-        if _translates(task):
-            return _SEQ2SEQ.fit_data(params, task)
-        return super().fit_data(params, task)
+        return _trainer(task, super()).fit_data(params, task)
 
     def compile_args(self, params, task):
-        if _translates(task):
-            return _SEQ2SEQ.compile_args(params, task)
-        return super().compile_args(params, task)
+        return _trainer(task, super()).compile_args(params, task)
 
     def monitor_metric(self, params, task):
-        if _translates(task):
-            return _SEQ2SEQ.monitor_metric(params, task)
-        return super().monitor_metric(params, task)
+        return _trainer(task, super()).monitor_metric(params, task)
 
     def evaluate(self, model, params, prepared):
-        if _translates(prepared.task):
-            return _SEQ2SEQ.evaluate(model, params, prepared)
-        return super().evaluate(model, params, prepared)
+        return _trainer(prepared.task, super()).evaluate(model, params, prepared)
 
 
-# What a translating graph shares with every seq2seq: its data, loss, metric and scoring.
-_SEQ2SEQ = Translating()
+# What a graph with a decoder block shares with its model type: data, loss, metric, scoring.
+_TRAINERS = {"sequence": Translating(), "pointer": Pointing()}
+
+
+def _trainer(task: Any, default: Any) -> Any:
+    return _TRAINERS.get(task.targets.kind, default)
 
 
 def check_nodes(nodes: list[dict[str, Any]], task: Any) -> list[graph_shapes.NodeProblem]:
@@ -281,7 +278,7 @@ def build_nodes(nodes: list[dict[str, Any]], task: Any, name: str = "graph") -> 
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
-    decoder = _decoder_node(nodes) if _translates(task) else None
+    decoder = _decoder_node(nodes) if _decodes(task) else None
     skip = frozenset() if decoder is None else frozenset({decoder["id"], _output_id(nodes)})
     walk = graph_shapes.walk(nodes, task, symbolic=False, skip=skip)
     if walk.problems:
@@ -352,8 +349,9 @@ def _oversized(
     return found
 
 
-def _translates(task: Any) -> bool:
-    return task.targets.kind == "sequence"
+def _decodes(task: Any) -> bool:
+    """Whether the task's targets are written by a decoder block (token sequences, pointers)."""
+    return task.targets.kind in graph_blocks.DECODERS_FOR
 
 
 def _fit_problems(
@@ -361,7 +359,7 @@ def _fit_problems(
 ) -> list[graph_shapes.NodeProblem]:
     """`graph_fit.fit_problems` with the loss a graph is compiled with (a translating graph's
     is its decoder's: none to check against the Output)."""
-    loss = None if _translates(task) else ModelBuilder().compile_args(None, task)["loss"]
+    loss = None if _decodes(task) else ModelBuilder().compile_args(None, task)["loss"]
     return graph_fit.fit_problems(nodes, task, walk, loss)
 
 
@@ -381,20 +379,20 @@ def _assembled_seq2seq(
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
-    targets = {"target_vocab_size": task.targets.vocab_size, "target_length": task.targets.length}
-    # The block's layer class through the catalog, which imports it (and Keras) when asked.
-    block_class = graph_blocks.block(decoder["layer"]).layer_class()
-    block = block_class(**targets, **decoder.get("params", {}))
+    item = graph_blocks.block(decoder["layer"])
+    # The block's layer class through the catalog, which imports it (and Keras) when asked;
+    # the task fills in its sizes (the target vocabulary and length, the input features).
+    params = graph_shapes.filled_params(item, decoder.get("params", {}), task, [])
+    block = item.layer_class()(**params)
     ports = dict(decoder["inputs"])
     if not block.reads_memory:  # the fixed vector: the memory is not read
         ports.pop("memory")
-    item = graph_blocks.block(decoder["layer"])
     outputs = {
         port: graph_shapes.port_value(item, port, given, walk.tensors, walk.states)
         for port, given in ports.items()
     }
     encoder = keras.Model(walk.tensors[walk.input_id], outputs, name="encoder")
-    return block.assemble(task.inputs.vocab_size, encoder, name=name)
+    return block.assemble(task, encoder, name=name)
 
 
 def translates(spec: Mapping[str, Any]) -> bool:
@@ -409,8 +407,9 @@ def translates(spec: Mapping[str, Any]) -> bool:
     if model.get("type") == "seq2seq":
         return True
     nodes = model.get("nodes") if model.get("type") == "graph" else None
+    writers = graph_blocks.DECODERS_FOR["sequence"]
     return isinstance(nodes, list) and any(
-        isinstance(node, Mapping) and node.get("layer") in graph_blocks.DECODERS for node in nodes
+        isinstance(node, Mapping) and node.get("layer") in writers for node in nodes
     )
 
 
@@ -547,7 +546,7 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
     if task is not None and task.targets.kind not in GraphBuilder.target_kinds:
         errors.setdefault(
             "spec",
-            f"task: a graph predicts classes, values, target sentences or frames, not "
+            f"task: a graph predicts classes, values, target sentences, pointers or frames, not "
             f"{task.targets.kind}",
         )
         task = None

@@ -46,7 +46,13 @@ KINDS = ("int", "float", "bool", "str", "choice")
 INPUT, OUTPUT = "Input", "Output"
 # A translating graph's whole decoder, one composite block (`graph_decoder`).
 RECURRENT_DECODER, TRANSFORMER_DECODER = "RecurrentDecoder", "TransformerDecoder"
-DECODERS = (RECURRENT_DECODER, TRANSFORMER_DECODER)
+POINTER_DECODER = "PointerDecoder"
+# The decoder blocks a task's kind of targets takes: token sequences, or input positions.
+DECODERS_FOR = {
+    "sequence": (RECURRENT_DECODER, TRANSFORMER_DECODER),
+    "pointer": (POINTER_DECODER,),
+}
+DECODERS = (RECURRENT_DECODER, TRANSFORMER_DECODER, POINTER_DECODER)
 
 # Constructor arguments never offered: set by the builder, not JSON, or more than one output.
 _NEVER = frozenset(
@@ -311,6 +317,21 @@ _BUILTIN: tuple[Block, ...] = (
         filled={
             "target_vocab_size": "the task's target vocabulary size",
             "target_length": "the task's target length",
+        },
+    ),
+    Block(
+        POINTER_DECODER,
+        _group("Decoders"),
+        "A pointer network's decoder (Vinyals 2015): each step a distribution over the input "
+        "positions, fed the element it pointed at, from the encoder's state.",
+        "builder_ui.builders.graph_decoder:PointerDecoderBlock",
+        ports=("memory",),
+        optional_ports=("state",),
+        states=("state",),
+        choices={"cell": ("lstm", "gru", "cec_lstm")},
+        filled={
+            "input_features": "the task's input features",
+            "target_length": "the task's number of pointers",
         },
     ),
     Block(

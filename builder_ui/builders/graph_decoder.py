@@ -1,4 +1,4 @@
-"""The decoder blocks: a seq2seq graph's whole decoder as one composite block.
+"""The decoder blocks: a seq2seq graph's (or a pointer network's) whole decoder as one block.
 
     Input ─▶ … encoder blocks … ─┬─▶ memory ─┐
                                  └─▶ state ──┴─▶ RecurrentDecoder ─▶ Output (softmax over words)
@@ -31,6 +31,11 @@ cross-attending to `memory` (and a final norm when pre-LN); decoding keeps each
 block's self-attention keys and values for `max_length` positions (its
 `decoding_floats`, what the memory estimate counts). The model it assembles is
 `keras_seq.models.AssembledTransformerSeq2Seq`.
+
+`PointerDecoder` (`PointerDecoderBlock`) is the decoder of
+`keras_seq.models.PointerNetwork` (Vinyals et al. 2015), for tasks whose targets
+are input positions: its outputs are distributions over the positions of
+`memory`. The model it assembles is `PointerNetwork` with the graph's encoder.
 """
 
 from __future__ import annotations
@@ -41,12 +46,14 @@ from builder_ui.builders import memory
 from keras_seq import validation
 from keras_seq.layers import (
     LearnedPositionalEmbedding,
+    PointerAttention,
     RecurrentDecoder,
     SinusoidalPositionalEncoding,
     TransformerDecoderBlock,
 )
-from keras_seq.models import AssembledSeq2Seq, AssembledTransformerSeq2Seq
+from keras_seq.models import AssembledSeq2Seq, AssembledTransformerSeq2Seq, PointerNetwork
 from keras_seq.models.assembled_seq2seq import check_initial_state
+from keras_seq.models.pointer import CELLS, MAX_INPUT_FEATURES, ShiftRight, recurrent_layer
 from keras_seq.models.transformer_seq2seq import decoder_arguments
 
 
@@ -162,10 +169,14 @@ class DecoderBlock(keras.layers.Layer):
             "dropout": self.dropout,
         }
 
-    def assemble(self, source_vocab_size, encoder, name="graph"):
+    def assemble(self, task, encoder, name="graph"):
         """The model that trains: `AssembledSeq2Seq` over `encoder` (source ids → ports)."""
         return AssembledSeq2Seq(
-            source_vocab_size, self.target_vocab_size, encoder, name=name, **self.model_arguments()
+            task.inputs.vocab_size,
+            self.target_vocab_size,
+            encoder,
+            name=name,
+            **self.model_arguments(),
         )
 
     def get_config(self):
@@ -294,16 +305,113 @@ class TransformerDecoderStack(keras.layers.Layer):
         names += ("max_length", "positions", "dropout")
         return {name: getattr(self, name) for name in names}
 
-    def assemble(self, source_vocab_size, encoder, name="graph"):
+    def assemble(self, task, encoder, name="graph"):
         """The model that trains: `AssembledTransformerSeq2Seq` over `encoder`'s memory."""
         return AssembledTransformerSeq2Seq(
-            source_vocab_size, self.target_vocab_size, encoder, name=name, **self.model_arguments()
+            task.inputs.vocab_size,
+            self.target_vocab_size,
+            encoder,
+            name=name,
+            **self.model_arguments(),
         )
 
     def get_config(self):
         return {
             **super().get_config(),
             "target_vocab_size": self.target_vocab_size,
+            "target_length": self.target_length,
+            **self.model_arguments(),
+        }
+
+
+@keras.saving.register_keras_serializable(package="keras_seq")
+class PointerDecoderBlock(keras.layers.Layer):
+    """The decoder of `PointerNetwork` as one block: shapes and weights, not a pass.
+
+    Called on the encoder's states `memory` `(batch, n, d)` (and its final state at
+    `state`), it gives each output step's distribution over the `n` input positions,
+    `(batch, target_length, n)`: the decoder RNN fed the input element pointed at one
+    step earlier (a learned start vector first), and `PointerAttention` over `memory`.
+
+    Args:
+        input_features: Features of each input element (the task's).
+        target_length: Output steps (the task's).
+        units: Width of the decoder and the attention.
+        cell: `lstm`, `gru` or `cec_lstm`: the decoder's.
+        exclude_chosen: Positions chosen at earlier steps get probability 0.
+    """
+
+    def __init__(
+        self, input_features, target_length, units=32, cell="lstm", exclude_chosen=True, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.input_features = validation.positive_int(
+            "input_features", input_features, MAX_INPUT_FEATURES
+        )
+        self.target_length = validation.positive_int("target_length", target_length)
+        self.units = validation.positive_int("units", units, validation.MAX_UNITS)
+        self.cell = validation.one_of("cell", cell, CELLS)
+        self.exclude_chosen = validation.boolean("exclude_chosen", exclude_chosen)
+
+    def build(self, memory_shape, state_shape=None):
+        if len(memory_shape) != 3:
+            raise ValueError(
+                f"memory must be the encoder states (batch, n, d), got {tuple(memory_shape)}"
+            )
+        if state_shape is not None:
+            listed = isinstance(state_shape[0], (tuple, list))
+            shapes = [tuple(shape) for shape in (state_shape if listed else [state_shape])]
+            wanted = 1 if self.cell == "gru" else 2
+            if len(shapes) != wanted or any(shape[1:] != (self.units,) for shape in shapes):
+                raise ValueError(
+                    f"state must be the final state of a {self.cell} encoder of {self.units} "
+                    f"units ({wanted} tensor(s) of (batch, {self.units})): wire the encoder's "
+                    f"recurrent block to it; got {shapes}"
+                )
+        # The weights `PointerNetwork` makes besides its encoder.
+        self.decoder = recurrent_layer(self.cell, self.units, "decoder")
+        self.decoder.build((None, None, self.input_features))
+        self.decoder_inputs = ShiftRight(name="decoder_inputs")
+        self.decoder_inputs.build((None, None, self.input_features))
+        self.pointer = PointerAttention(self.units, name="pointer")
+        self.pointer.build((None, None, self.units), tuple(memory_shape))
+        self.built = True
+
+    def compute_output_spec(self, memory, state=None):
+        if not self.built:  # Keras builds before asking when called; a direct ask builds here
+            if isinstance(state, list):
+                state_shape = [tensor.shape for tensor in state]
+            else:
+                state_shape = None if state is None else state.shape
+            self.build(memory.shape, state_shape)
+        shape = (memory.shape[0], self.target_length, memory.shape[1])
+        return keras.KerasTensor(shape, dtype="float32")
+
+    def compute_mask(self, memory, state=None, mask=None):
+        return None
+
+    def call(self, memory, state=None):
+        raise NotImplementedError(
+            "PointerDecoderBlock gives a graph's shapes and weights; the model that runs is "
+            "keras_seq.models.PointerNetwork over the graph's encoder (its assemble makes it)"
+        )
+
+    reads_memory = True  # the attention points over it
+
+    def model_arguments(self) -> dict:
+        """`PointerNetwork`'s arguments for this block (its encoder aside)."""
+        return {"units": self.units, "cell": self.cell, "exclude_chosen": self.exclude_chosen}
+
+    def assemble(self, task, encoder, name="graph"):
+        """The model that trains: `PointerNetwork` over `encoder` (`memory`, `state`)."""
+        return PointerNetwork(
+            self.input_features, encoder=encoder, name=name, **self.model_arguments()
+        )
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "input_features": self.input_features,
             "target_length": self.target_length,
             **self.model_arguments(),
         }

@@ -20,9 +20,9 @@ weight read is an initializer's symbolic output and nothing is allocated. The
 targets' placeholder has the shape and dtype of the task's `TargetSpec`: no data
 is made. Where PyTorch's meta device cannot run a layer (a `.item()` in its
 call), the calls go unchecked rather than refused; the Output is still checked.
-A translating graph (token-sequence targets) is checked up to its decoder
-block: the decoder and the Output are the model's own (`AssembledSeq2Seq`,
-`AssembledTransformerSeq2Seq`), trained with teacher forcing.
+A graph with a decoder block (token-sequence or pointer targets) is checked up
+to it: the decoder and the Output are the model's own (`AssembledSeq2Seq`,
+`AssembledTransformerSeq2Seq`, `PointerNetwork`), trained with teacher forcing.
 
 Each problem is a `graph_shapes.NodeProblem` at its block: the node whose layer
 raised, in the layer's own words, or the Output whose shape the loss cannot
@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from builder_ui.builders import graph_blocks, graph_shapes
-from builder_ui.builders.graph_blocks import DECODERS, OUTPUT
+from builder_ui.builders.graph_blocks import DECODERS, DECODERS_FOR, OUTPUT
 from builder_ui.builders.graph_shapes import NodeProblem
 
 CACHE_SIZE = 64  # graphs whose outcome is kept (see the module docstring)
@@ -111,11 +111,9 @@ def _trace(
     # Keras loads on first use, not on import (validating a spec must not load it).
     import keras
 
-    translating = task.targets.kind == "sequence"
+    decoded = task.targets.kind in DECODERS_FOR  # the decoder's model writes the outputs
     skip = (
-        {node["id"] for node in nodes if node["layer"] in (*DECODERS, OUTPUT)}
-        if translating
-        else set()
+        {node["id"] for node in nodes if node["layer"] in (*DECODERS, OUTPUT)} if decoded else set()
     )
     order, _ = graph_shapes.topological_order(nodes)
     order = [

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder_ui.builders import graph_blocks
-from builder_ui.builders.graph_blocks import DECODERS, INPUT, OUTPUT
+from builder_ui.builders.graph_blocks import DECODERS, DECODERS_FOR, INPUT, OUTPUT
 from builder_ui.specs.errors import shown
 
 MAX_MESSAGE = 400  # characters of a layer's own error message kept
@@ -354,7 +354,9 @@ def _param_problems(index: int, node: Mapping[str, Any], item: Any) -> list[Node
     return problems
 
 
-def _filled(item: Any, params: dict[str, Any], task: Any, inputs: list[Any]) -> dict[str, Any]:
+def filled_params(
+    item: Any, params: dict[str, Any], task: Any, inputs: list[Any]
+) -> dict[str, Any]:
     """The parameters with those the graph gives filled in (see `Block.filled`)."""
     params = dict(params)
     if "input_dim" in item.filled and "input_dim" not in params:
@@ -370,16 +372,21 @@ def _filled(item: Any, params: dict[str, Any], task: Any, inputs: list[Any]) -> 
         if length is None:
             raise ValueError("argument `max_length` is required: its input has no fixed length")
         params["max_length"] = int(length)
-    for name, attribute in (("target_vocab_size", "vocab_size"), ("target_length", "length")):
+    decoded = DECODERS_FOR.get(task.targets.kind, ())
+    for name, spec, attribute in (
+        ("target_vocab_size", task.targets, "vocab_size"),
+        ("target_length", task.targets, "length"),
+        ("input_features", task.inputs, "features"),
+    ):
         if name in item.filled:
             if name in params:
                 raise ValueError(f"argument `{name}` comes from the task; leave it out")
-            if task.targets.kind != "sequence":
+            if item.name not in decoded:
                 raise ValueError(
-                    f"argument `{name}`: the task's targets are {task.targets.kind}, not token "
-                    "sequences, so there is no target side to decode"
+                    f"argument `{name}`: the task's targets are {task.targets.kind}, which a "
+                    f"{item.name} does not write"
                 )
-            params[name] = int(getattr(task.targets, attribute))
+            params[name] = int(getattr(spec, attribute))
     return params
 
 
@@ -408,6 +415,8 @@ def _head(node_id: str, task: Any) -> Any:
         return keras.layers.Dense(classes, activation="softmax", dtype="float32", name=node_id)
     if targets.kind == "frames":  # each pixel's value in [0, 1], read by binary cross-entropy
         return keras.layers.Activation("sigmoid", dtype="float32", name=node_id)
+    if targets.kind == "pointer":  # the PointerDecoder's distributions are the outputs
+        return keras.layers.Identity(dtype="float32", name=node_id)
     return keras.layers.Dense(targets.output_dim, dtype="float32", name=node_id)
 
 
@@ -529,7 +538,9 @@ def _compute(
             return _Outcome(None, None, tuple((p.field, p.message) for p in problems))
         sources = [s for value in node.get("inputs", {}).values() for s in _sources(value)]
         try:
-            params = _filled(item, node.get("params", {}), task, [tensors[s] for s in sources])
+            params = filled_params(
+                item, node.get("params", {}), task, [tensors[s] for s in sources]
+            )
             if returns_state:
                 params["return_state"] = True
             layer = make_layer(item, node_id, params)
@@ -634,8 +645,10 @@ def _step(
     if node["layer"] == INPUT:
         inputs = task.inputs
         # A translator reads sources of any length (Translator, its exports), as every
-        # seq2seq model does; other graphs keep the task's (a Flatten needs it).
-        shape = (None,) if task.targets.kind == "sequence" else inputs.shape
+        # seq2seq model does, and a pointer network sequences of any length; other graphs
+        # keep the task's (a Flatten needs it).
+        free = task.targets.kind in DECODERS_FOR
+        shape = (None, *inputs.shape[1:]) if free else inputs.shape
         walk.tensors[node_id] = keras.Input(shape=shape, dtype=inputs.dtype, name=node_id)
         walk.input_id = node_id
         return
@@ -660,34 +673,37 @@ def _step(
 
 
 def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodeProblem]:
-    """What the task asks of the graph's shape: one decoder block (`RecurrentDecoder` or
-    `TransformerDecoder`) feeding the Output when it translates (token-sequence targets),
-    none otherwise."""
-    decoders = [index for index, node in enumerate(nodes) if node["layer"] in DECODERS]
+    """What the task asks of the graph's shape: one decoder block of its targets' kind
+    (`DECODERS_FOR`: `RecurrentDecoder` or `TransformerDecoder` for token sequences,
+    `PointerDecoder` for input positions) feeding the Output, and none otherwise."""
     kind = task.targets.kind
-    if kind != "sequence":
-        return [
-            NodeProblem(
-                index,
-                nodes[index]["id"],
-                "layer",
-                f"{_label(nodes[index])}: the task's targets are {kind}, not token sequences; "
-                f"a {nodes[index]['layer']} writes target sentences (translation tasks)",
-            )
-            for index in decoders
-        ]
-    if not decoders:
-        return [
-            NodeProblem(
-                None,
-                None,
-                "",
-                f"task {task.name!r} translates (its targets are token sequences): the graph "
-                "needs one decoder block (RecurrentDecoder or TransformerDecoder), its memory "
-                "port fed by the encoder, feeding the Output",
-            )
-        ]
+    allowed = DECODERS_FOR.get(kind, ())
+    decoders = [index for index, node in enumerate(nodes) if node["layer"] in DECODERS]
     problems = [
+        NodeProblem(
+            index,
+            nodes[index]["id"],
+            "layer",
+            f"{_label(nodes[index])}: the task's targets are {kind}, which a "
+            f"{nodes[index]['layer']} does not write"
+            + (f"; use a {' or '.join(allowed)}" if allowed else ""),
+        )
+        for index in decoders
+        if nodes[index]["layer"] not in allowed
+    ]
+    decoders = [index for index in decoders if nodes[index]["layer"] in allowed]
+    if not allowed:
+        return problems
+    what = "translates (its targets are token sequences)"
+    if kind == "pointer":
+        what = "points at input positions (its targets are pointers)"
+    if not decoders:
+        needed = (
+            f"task {task.name!r} {what}: the graph needs one decoder block "
+            f"({' or '.join(allowed)}), its memory port fed by the encoder, feeding the Output"
+        )
+        return [*problems, NodeProblem(None, None, "", needed)]
+    problems += [
         NodeProblem(
             index,
             nodes[index]["id"],
@@ -697,7 +713,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
         for index in decoders[1:]
     ]
     decoder, decoder_layer = nodes[decoders[0]]["id"], nodes[decoders[0]]["layer"]
-    if task.inputs.kind != "tokens":
+    if kind == "sequence" and task.inputs.kind != "tokens":
         problems.append(
             NodeProblem(
                 None,
@@ -706,6 +722,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
                 f"a translating graph reads token ids, not {task.inputs.kind} inputs",
             )
         )
+    outputs = "the target words" if kind == "sequence" else "the input positions"
     for index, node in enumerate(nodes):
         reads = [
             port for port, value in node.get("inputs", {}).items() if decoder in _sources(value)
@@ -716,8 +733,9 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
                     index,
                     node["id"],
                     "inputs.x",
-                    f"{_label(node)}: in a translating graph the Output reads the {decoder_layer} "
-                    f"({decoder}) directly: its softmax is over the target words at each step",
+                    f"{_label(node)}: in a graph with a decoder the Output reads the "
+                    f"{decoder_layer} ({decoder}) directly: its distribution is over "
+                    f"{outputs} at each step",
                 )
             )
         elif reads and node["layer"] != OUTPUT:

@@ -8,15 +8,14 @@ A spec that passes validation may still ask for more memory than the machine
 has: `model.encoder.units: 26000` on a GRU is 4 billion weights, 65 GB with
 Adam. Building it to count its weights would allocate them, so a builder counts
 them without allocating (`ModelBuilder.estimate`). A `graph`, and each short
-form that builds as one (`sequence_classifier`, `sequence_regressor`,
-`vision_transformer`: `short_forms`), is counted from the model itself: its
+form that builds as one (every type but `show_attend_tell`: `short_forms`),
+is counted from the model itself: its
 layers built symbolically, in a stateless scope that gives every weight a
 shape and no memory (`graph.estimate_nodes`), each layer's weights its
 `count_params()` and its activations what `kept_floats` reads off the built
-layer. The other types (`seq2seq`, `pointer_network`, `show_attend_tell`,
-`conv_lstm`) count from their fields with the formulas at the end of this
-module, the ones Keras uses to shape the weights (tested against
-`model.count_params()` for every preset).
+layer. `show_attend_tell` counts from its fields with the formulas at the end of
+this module, the ones Keras uses to shape the weights (tested against
+`model.count_params()` for its preset).
 
 The estimate, in bytes (`MemoryEstimate.total_bytes`):
 
@@ -418,11 +417,6 @@ def dense(inputs: int, units: int, bias: bool = True) -> int:
     return inputs * units + (units if bias else 0)
 
 
-def layer_norm(width: int) -> int:
-    """`keras.layers.LayerNormalization`: γ and β."""
-    return 2 * width
-
-
 def recurrent_cell(
     cell: str, inputs: int, units: int, *, forget_gate: bool = False, peephole: bool = False
 ) -> int:
@@ -445,26 +439,6 @@ def recurrent_activations(cell: str, length: int, units: int) -> int:
     """Floats per example a recurrent layer keeps: each step's gates, cell state and output."""
     blocks = 4 if cell == "cec_lstm" else GATE_BLOCKS[cell]
     return length * units * (blocks + 2)
-
-
-def multi_head_attention(width: int) -> int:
-    """`keras.layers.MultiHeadAttention` with `key_dim = width / heads`: Q, K, V, O and biases."""
-    return 4 * width * width + 4 * width
-
-
-def feedforward(width: int, ff_dim: int) -> int:
-    """A Transformer block's two dense layers, `width → ff_dim → width`."""
-    return dense(width, ff_dim) + dense(ff_dim, width)
-
-
-def block_activations(length: int, width: int, ff_dim: int) -> int:
-    """Floats per example of one block's projections, residuals and norms (not its scores)."""
-    return length * (10 * width + 2 * ff_dim)
-
-
-def attention_scores(heads: int, queries: int, keys: int) -> int:
-    """Floats per example of the scores and the softmax weights, `heads × Tq × Tv` each."""
-    return 2 * heads * queries * keys
 
 
 def decoder_cache(max_length: int, width: int, heads: int, source_length: int) -> int:

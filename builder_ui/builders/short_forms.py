@@ -7,7 +7,8 @@
          `keras-seq graph`)
 
 `sequence_classifier`, `sequence_regressor` (either encoder),
-`vision_transformer`, `seq2seq` and `conv_lstm` are described here once, as
+`vision_transformer`, `seq2seq`, `pointer_network` and `conv_lstm` are
+described here once, as
 the nodes of a `graph` model
 (`builder_ui.builders.graph`): one node per layer, its id the layer's name
 (`token_embedding`, `gru_0`, `encoder_block_1`, `classifier`), its params the
@@ -49,6 +50,7 @@ from typing import Any
 from builder_ui.builders.graph_blocks import (
     INPUT,
     OUTPUT,
+    POINTER_DECODER,
     RECURRENT_DECODER,
     TRANSFORMER_DECODER,
 )
@@ -59,6 +61,7 @@ EXPANDED_TYPES = (
     "sequence_regressor",
     "vision_transformer",
     "seq2seq",
+    "pointer_network",
     "conv_lstm",
 )
 
@@ -118,7 +121,7 @@ def cec_arguments(encoder: Any) -> dict[str, Any]:
 
 def expand_short_form(model: Any, task: Any) -> Expansion:
     """The graph of a `sequence_classifier`, `sequence_regressor`, `vision_transformer`,
-    `seq2seq` (either architecture) or `conv_lstm`.
+    `seq2seq` (either architecture), `pointer_network` or `conv_lstm`.
 
     Args:
         model: The validated `model:` section (its pydantic params); a `conv_lstm` of
@@ -141,6 +144,9 @@ def expand_short_form(model: Any, task: Any) -> Expansion:
     elif model.type == "conv_lstm":
         source, nodes, fields = "frames", *_next_frame_nodes(model, task)
         head = "next_frames"
+    elif model.type == "pointer_network":
+        source, nodes, fields = "sequence", *_pointer_nodes(model)
+        head = "pointers"
     elif model.type == "seq2seq":
         rnn = model.architecture.type == "rnn"
         expand = _rnn_seq2seq_nodes if rnn else _transformer_seq2seq_nodes
@@ -436,3 +442,24 @@ def _next_frame_nodes(model: Any, task: Any) -> tuple[list[dict[str, Any]], dict
     fields = {item["id"]: "model.filters" for item in nodes}
     fields["frame_head"] = "model.head_kernel_size"
     return nodes, fields
+
+
+def _pointer_nodes(model: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A `pointer_network` (`keras_seq.models.PointerNetwork`): its encoder, a recurrent block
+    named `encoder`, and one `PointerDecoder` block reading its states (`memory`) and the
+    final state it returns (`state`: `h`, and `c` for the LSTMs) to start from."""
+    cell = {"lstm": "LSTM", "gru": "GRU", "cec_lstm": "CECLSTM"}[model.cell]
+    nodes = [
+        node("encoder", cell, "sequence", units=model.units, return_sequences=True),
+        {
+            "id": "decoder",
+            "layer": POINTER_DECODER,
+            "params": {
+                "units": model.units,
+                "cell": model.cell,
+                "exclude_chosen": model.exclude_chosen,
+            },
+            "inputs": {"memory": "encoder", "state": "encoder"},
+        },
+    ]
+    return nodes, {item["id"]: "model.units" for item in nodes}

@@ -25,6 +25,10 @@ With `exclude_chosen=True` (the default) the positions pointed at before step
 (`PointerNetwork.decode`): it feeds back the element it chose itself and
 masks the positions it has already chosen, so that the output is a
 permutation.
+
+The encoder may be a model of one's own (`encoder=`, the Build tab's graph):
+any `keras.Model` from the sequence to `{"memory": e_1 … e_n, "state": s_n}`,
+its `"state"` the decoder's initial state (`h`, and `c` for the LSTMs).
 """
 
 from __future__ import annotations
@@ -202,7 +206,7 @@ class AvailablePositions(keras.layers.Layer):
         return ops.equal(chosen_before, 0)
 
 
-def _recurrent(cell, units, name):
+def recurrent_layer(cell, units, name):
     """The encoder or decoder: every step's output and the final state."""
     kwargs = {"return_sequences": True, "return_state": True, "name": name}
     if cell == "lstm":
@@ -257,6 +261,11 @@ class PointerNetwork(keras.Model):
             (`keras.layers.GRU`) or `"cec_lstm"` (the 1997 `CECLSTM`).
         exclude_chosen: Mask the positions chosen at earlier steps, in
             training and (by default) in `decode`. Default True.
+        encoder: None (default): a recurrent layer of `cell` and `units`. Or
+            a `keras.Model` from `(batch, n, input_features)` to a dict with
+            `"memory"`, `(batch, n, d)` encoder states, and `"state"`, the
+            decoder's initial state: a list of the `cell`'s state tensors
+            (`[h, c]` for the LSTMs, `[h]` for a GRU), each `(batch, units)`.
         **kwargs: Model keywords (`name`, `trainable`, `dtype`).
 
     Call arguments:
@@ -287,7 +296,9 @@ class PointerNetwork(keras.Model):
           Learning to Align and Translate", ICLR 2015.
     """
 
-    def __init__(self, input_features, units=64, cell="lstm", exclude_chosen=True, **kwargs):
+    def __init__(
+        self, input_features, units=64, cell="lstm", exclude_chosen=True, encoder=None, **kwargs
+    ):
         input_features = validation.positive_int(
             "input_features", input_features, MAX_INPUT_FEATURES
         )
@@ -301,9 +312,15 @@ class PointerNetwork(keras.Model):
         for role in ("encoder", "decoder"):
             validation.parameter_budget(role, 4 * units * (input_features + units + 2))
 
+        if isinstance(encoder, dict):  # from a config: a serialized functional model
+            encoder = keras.saving.deserialize_keras_object(encoder)
+        own_encoder = encoder is not None
+        if own_encoder:
+            _check_encoder(encoder, cell, units)
+
         # === Layers, named by their role ===
-        encoder = _recurrent(cell, units, "encoder")
-        decoder = _recurrent(cell, units, "decoder")
+        encoder = encoder if own_encoder else recurrent_layer(cell, units, "encoder")
+        decoder = recurrent_layer(cell, units, "decoder")
         pointed_inputs = GatherSteps(name="pointed_inputs")
         decoder_inputs = ShiftRight(name="decoder_inputs")
         pointer = PointerAttention(units, name="pointer")
@@ -311,7 +328,7 @@ class PointerNetwork(keras.Model):
         # === Graph ===
         sequence = keras.Input(shape=(None, input_features), name="sequence")
         pointers = keras.Input(shape=(None,), dtype="int32", name="pointers")
-        encoded, *state = encoder(sequence)  # (batch, n, units); s_n
+        encoded, state = _encoded(encoder, sequence)  # (batch, n, d); s_n
         previous = pointed_inputs(sequence, pointers)  # (batch, m, features): x_{π_i}
         decoded, *_ = decoder(decoder_inputs(previous), initial_state=state)  # (batch, m, units)
         if exclude_chosen:
@@ -329,13 +346,22 @@ class PointerNetwork(keras.Model):
         self.units = units
         self.cell = cell
         self.exclude_chosen = exclude_chosen
+        self.own_encoder = own_encoder
+        self.encoder_name = encoder.name
+
+    @property
+    def encoder(self):
+        """The encoder model given to the constructor, or None (the network's own RNN)."""
+        return self.get_layer(self.encoder_name) if self.own_encoder else None
 
     def get_config(self):
+        encoder = self.encoder
         return {
             "input_features": self.input_features,
             "units": self.units,
             "cell": self.cell,
             "exclude_chosen": self.exclude_chosen,
+            "encoder": None if encoder is None else keras.saving.serialize_keras_object(encoder),
             "name": self.name,
             "trainable": self.trainable,
         }
@@ -391,13 +417,15 @@ class PointerNetwork(keras.Model):
         num_steps = validation.positive_int("num_steps", num_steps, n if exclude_chosen else None)
 
         sequence = ops.convert_to_tensor(sequence, dtype=self.compute_dtype)
-        encoder = self.get_layer("encoder")
+        encoder = self.get_layer(self.encoder_name)
         decoder_cell = self.get_layer("decoder").cell
         pointed_inputs = self.get_layer("pointed_inputs")
         pointer = self.get_layer("pointer")
         positions = ops.arange(n, dtype="int32")[None, :]  # (1, n)
 
-        encoded, *state = encoder(sequence, training=False)  # (batch, n, units); s_n
+        encoded, state = _encoded(encoder, sequence, training=False)  # (batch, n, d); s_n
+        if state is None:  # an encoder of one's own without a state: the decoder starts at 0
+            state = decoder_cell.get_initial_state(batch)
         # A one-step sequence shifted right is the start vector alone.
         step_input = self.get_layer("decoder_inputs")(sequence[:, :1, :])[:, 0, :]  # (batch, f)
         available = ops.ones((batch, n), dtype="bool")
@@ -417,6 +445,49 @@ class PointerNetwork(keras.Model):
             return pointers
         distributions = ops.convert_to_numpy(ops.stack(distributions, axis=1))
         return pointers, distributions.astype(np.float32)
+
+
+def _check_encoder(encoder, cell, units):
+    """Refuses an encoder of one's own that cannot feed the pointer decoder."""
+    if not isinstance(encoder, keras.Model):
+        raise validation.invalid("encoder", "None or a keras.Model", encoder)
+    outputs = encoder.output
+    if (
+        not isinstance(outputs, dict)
+        or "memory" not in outputs
+        or set(outputs) - {"memory", "state"}
+    ):
+        got = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
+        raise validation.invalid(
+            "encoder", "a model whose output is a dict of 'memory' and 'state'", got
+        )
+    if len(outputs["memory"].shape) != 3:
+        raise validation.invalid(
+            "encoder", "'memory' of shape (batch, n, d)", tuple(outputs["memory"].shape)
+        )
+    state = outputs.get("state")
+    if state is not None:
+        shapes = [tuple(t.shape) for t in (state if isinstance(state, (list, tuple)) else [state])]
+        wanted = 1 if cell == "gru" else 2
+        if len(shapes) != wanted or any(shape[1:] != (units,) for shape in shapes):
+            raise validation.invalid(
+                "encoder",
+                f"a 'state' of the {cell} decoder's {wanted} state tensor(s), each "
+                f"(batch, {units})",
+                shapes,
+            )
+
+
+def _encoded(encoder, sequence, training=None):
+    """The encoder states and the decoder's initial state (None: zeros) of `sequence`."""
+    if not isinstance(encoder, keras.Model):  # the recurrent layer itself (return_state)
+        encoded, *state = encoder(sequence, training=training)
+        return encoded, state
+    outputs = encoder(sequence, training=training)
+    state = outputs.get("state")
+    if state is not None and not isinstance(state, (list, tuple)):
+        state = [state]
+    return outputs["memory"], None if state is None else list(state)
 
 
 def pointer_network(

@@ -61,11 +61,11 @@ def test_out_writes_the_file_and_refuses_to_replace_it_without_force(tmp_path, c
 
 
 def test_a_type_that_does_not_expand_yet_exits_2_naming_model_type(capsys):
-    assert cli.main(["graph", str(EXAMPLES / "pointer_network.yaml")]) == 2
+    assert cli.main(["graph", str(EXAMPLES / "show_attend_tell.yaml")]) == 2
     captured = capsys.readouterr()
     (line,) = captured.err.strip().splitlines()
     assert line.startswith("keras-seq graph: error: model.type: only a sequence_classifier")
-    assert line.endswith("opens as a graph yet, got 'pointer_network'")
+    assert line.endswith("opens as a graph yet, got 'show_attend_tell'")
     assert captured.out == ""
 
 

@@ -75,6 +75,23 @@ _TRANSLATION_START = [
     },
     {"id": "words", "layer": "Output", "inputs": {"x": "decoder"}},
 ]
+# A pointer task: the encoder's states to point over, its final state (h, c) to start from.
+_POINTER_START = [
+    {"id": "sequence", "layer": "Input"},
+    {
+        "id": "encoder",
+        "layer": "LSTM",
+        "params": {"units": 32, "return_sequences": True},
+        "inputs": {"x": "sequence"},
+    },
+    {
+        "id": "decoder",
+        "layer": "PointerDecoder",
+        "params": {"units": 32, "cell": "lstm"},
+        "inputs": {"memory": "encoder", "state": "encoder"},
+    },
+    {"id": "pointers", "layer": "Output", "inputs": {"x": "decoder"}},
+]
 _OTHER_START = [
     {"id": "inputs", "layer": "Input"},
     {"id": "head", "layer": "Output", "inputs": {"x": "inputs"}},
@@ -214,8 +231,9 @@ def start_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A small working graph for the document's task: Input (→ Embedding) → LSTM → Output.
 
     An embedding comes first for a task of token ids; a translation task (target token
-    sequences) gets a GRU encoder and a `RecurrentDecoder` with Bahdanau attention; a task
-    whose input kind is not known (or is an image) gets Input → Output, to build on.
+    sequences) gets a GRU encoder and a `RecurrentDecoder` with Bahdanau attention; a task of
+    pointers an LSTM encoder and a `PointerDecoder`; a task whose input kind is not known (or
+    is an image) gets Input → Output, to build on.
     """
     task = document.get("task") if isinstance(document.get("task"), Mapping) else {}
     try:
@@ -227,6 +245,8 @@ def start_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     start = {"tokens": _TOKEN_START, "numeric": _NUMERIC_START}.get(input_kind, _OTHER_START)
     if kinds and kinds[1] == "sequence" and input_kind == "tokens":
         start = _TRANSLATION_START
+    elif kinds and kinds[1] == "pointer":
+        start = _POINTER_START
     return [
         {**copy.deepcopy(node), "position": [40, 30 + ROW * row]} for row, node in enumerate(start)
     ]
@@ -248,8 +268,9 @@ def open_as_graph(text: str) -> tuple[str, Check]:
     """Make the spec's plain-stack model the equivalent graph, layer for layer, on the canvas.
 
     A `sequence_classifier` or `sequence_regressor` (rnn or transformer encoder), a
-    `vision_transformer`, or an RNN `seq2seq` (its decoder one `RecurrentDecoder` block)
-    becomes the graph `builders.graph.preset_as_graph` gives (as `keras-seq graph` does): the
+    `vision_transformer`, a `seq2seq` (its decoder one `RecurrentDecoder` or
+    `TransformerDecoder` block), a `pointer_network` or a `conv_lstm` becomes the graph
+    `builders.graph.preset_as_graph` gives (as `keras-seq graph` does): the
     same layers, names, parameter count and outputs, so a preset of the arc can be taken apart
     and rewired. The other sections are kept; the blocks get no positions (the canvas lays them
     out by depth).

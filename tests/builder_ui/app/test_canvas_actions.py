@@ -172,6 +172,9 @@ def test_new_graph_starts_from_a_working_graph_for_the_task_and_keeps_the_rest()
     text, checked = canvas.new_graph(numeric)
     assert checked.ok, checked.problems
     assert [n["layer"] for n in canvas.graph_nodes(text)] == ["Input", "LSTM", "Output"]
+    text, checked = canvas.new_graph(actions.preset_text("pointer_network"))  # pointers
+    assert checked.ok, checked.problems
+    assert [n["layer"] for n in canvas.graph_nodes(text)][-2:] == ["PointerDecoder", "Output"]
 
 
 def test_a_spec_that_is_not_a_graph_has_no_canvas_nodes():
@@ -228,8 +231,8 @@ def test_the_vision_transformer_preset_opens_as_a_graph_of_patches_and_blocks():
 
 
 def test_a_model_that_is_no_plain_stack_says_why_it_cannot_open_as_a_graph():
-    with pytest.raises(actions.AppError, match=r"cannot open as a graph.*pointer_network"):
-        canvas.open_as_graph(actions.preset_text("pointer_network"))
+    with pytest.raises(actions.AppError, match=r"cannot open as a graph.*show_attend_tell"):
+        canvas.open_as_graph(actions.preset_text("show_attend_tell"))
 
 
 TRANSLATION = {"type": "toy_translation", "n": 200, "min_len": 4, "max_len": 6}

@@ -2,15 +2,16 @@
 
 For every preset and example spec of a type that builds from its graph
 (`sequence_classifier`, `sequence_regressor`, `vision_transformer`, `seq2seq` of
-either architecture, `conv_lstm`), three models are built: the short form as the app trains it, the
-`graph` spec `keras-seq graph` writes for it, and the model a library user gets
-from the factory (`recurrent_model`, `transformer_classifier`, `vision_transformer`,
-`seq2seq`, `conv_lstm_predictor`, `frame_lstm_predictor`), called here by hand from
-the spec's fields. They must hold the same number of parameters and, with the same
-random weights copied into each (in layer order; a seq2seq's by each weight's path,
-as its encoder is a model of its own in the graph's), give the same outputs on the
-task's validation sequences (a seq2seq's: its teacher-forced probabilities of the
-validation targets).
+either architecture, `pointer_network`, `conv_lstm`), three models are built: the
+short form as the app trains it, the `graph` spec `keras-seq graph` writes for it,
+and the model a library user gets from the factory (`recurrent_model`,
+`transformer_classifier`, `vision_transformer`, `seq2seq`, `pointer_network`,
+`conv_lstm_predictor`, `frame_lstm_predictor`), called here by hand from the spec's
+fields. They must hold the same number of parameters and, with the same random
+weights copied into each (in layer order; a seq2seq's and a pointer network's by
+each weight's path, as their encoder is a model of its own in the graph's), give
+the same outputs on the task's validation sequences (a seq2seq's and a pointer
+network's: the teacher-forced probabilities of the validation targets).
 
 `atol=1e-6`: the three run the same float32 kernels on the same values in the same
 order, so they agree to the last bits; 1e-6 leaves room for the round-off of a
@@ -34,6 +35,7 @@ from keras_seq.models import (
     conv_lstm_predictor,
     frame_lstm_predictor,
     matched_units,
+    pointer_network,
     recurrent_model,
     seq2seq,
     transformer_classifier,
@@ -43,7 +45,14 @@ from keras_seq.models import (
 pytestmark = pytest.mark.large  # builds three models per spec and runs each
 
 ATOL = 1e-6  # see the module docstring
-TYPES = ("sequence_classifier", "sequence_regressor", "vision_transformer", "seq2seq", "conv_lstm")
+TYPES = (
+    "sequence_classifier",
+    "sequence_regressor",
+    "vision_transformer",
+    "seq2seq",
+    "pointer_network",
+    "conv_lstm",
+)
 
 
 def _expanded(model) -> bool:
@@ -67,7 +76,8 @@ def _variants(documents: dict[str, dict]) -> dict[str, dict]:
     """The branches of the expansions the example specs leave out: for the RNN seq2seq two
     layers (unidirectional LSTM, bidirectional GRU), dropout; for the Transformer seq2seq
     learned positions, post-LN, the source reversal, dropout, two blocks a side; for the
-    ConvLSTM the flat layout (its sweep's other model) and one layer."""
+    ConvLSTM the flat layout (its sweep's other model) and one layer; a GRU pointer
+    network that may point twice at a position."""
     variant = copy.deepcopy(documents["transformer_translation"])
     variant["model"]["architecture"].update(positions="learned", norm_first=False)
     variant["model"].update(reverse_source=True, dropout=0.1, num_layers=2)
@@ -75,6 +85,8 @@ def _variants(documents: dict[str, dict]) -> dict[str, dict]:
     deep["model"].update(num_layers=2, dropout=0.1)
     deep_bidirectional = copy.deepcopy(documents["seq2seq_bahdanau"])
     deep_bidirectional["model"]["num_layers"] = 2
+    pointer = copy.deepcopy(documents["pointer_network"])
+    pointer["model"].update(cell="gru", exclude_chosen=False)
     flat = copy.deepcopy(documents["conv_lstm"])
     flat["model"]["layout"] = "flat"
     one_layer = copy.deepcopy(documents["conv_lstm"])
@@ -83,6 +95,7 @@ def _variants(documents: dict[str, dict]) -> dict[str, dict]:
         "seq2seq_two_layers": deep,
         "seq2seq_bahdanau_two_layers": deep_bidirectional,
         "transformer_translation_learned_reversed": variant,
+        "pointer_network_gru_repeating": pointer,
         "conv_lstm_flat": flat,
         "conv_lstm_one_layer": one_layer,
     }
@@ -117,6 +130,13 @@ def _recurrent_layer(encoder) -> keras.layers.Layer:
 
 def _factory_model(model, task) -> keras.Model:
     """What a library user calls for this spec's model."""
+    if model.type == "pointer_network":
+        return pointer_network(
+            task.inputs.features,
+            units=model.units,
+            cell=model.cell,
+            exclude_chosen=model.exclude_chosen,
+        )
     if model.type == "conv_lstm":
         fields = {
             "filters": model.filters,
@@ -211,7 +231,7 @@ def test_the_short_form_its_graph_and_the_factory_are_the_same_model(key):
     assert [layer.name for layer in graph.layers] == [layer.name for layer in short.layers]
     # Random weights (biases and norms too, not their constant starts), the same in all three.
     rng = np.random.default_rng(0)
-    if prepared.spec.model.type == "seq2seq":
+    if prepared.spec.model.type in ("seq2seq", "pointer_network"):
         # A block's recurrent layer inside its Bidirectional is `<id>_layer`, the model's `<id>`.
         def path(weight):
             return weight.path.replace("_layer/", "/")
@@ -221,7 +241,8 @@ def test_the_short_form_its_graph_and_the_factory_are_the_same_model(key):
             assert sorted(path(w) for w in model.weights) == sorted(values)
             for weight in model.weights:
                 weight.assign(values[path(weight)])
-        x = {name: ids[:16] for name, ids in prepared.x_val.items()}  # source and target
+        # The inputs and the targets the model is teacher-forced with.
+        x = {name: array[:16] for name, array in prepared.x_val.items()}
     else:
         weights = [rng.normal(0, 0.3, w.shape).astype("float32") for w in short.get_weights()]
         for model in (short, graph, factory):

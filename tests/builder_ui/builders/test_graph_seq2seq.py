@@ -80,7 +80,12 @@ def test_the_report_gives_the_decoders_steps_and_the_built_models_parameter_coun
 @pytest.mark.parametrize(
     ("nodes", "task", "where", "words"),
     [
-        (GRAPH, CLASSES, "decoder", "the task's targets are classification, not token sequences"),
+        (
+            GRAPH,
+            CLASSES,
+            "decoder",
+            "the task's targets are classification, which a RecurrentDecoder does not write",
+        ),
         (
             [
                 node("source", "Input"),

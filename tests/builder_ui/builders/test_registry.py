@@ -306,7 +306,7 @@ def spec_with(key, **model_fields):
             {**make_spec("rnn_regressor"), "task": {"type": "sort_numbers", "n": 50}},
             [
                 "model.type: 'sequence_regressor' predicts regression targets, but task "
-                "'sort_numbers' has pointer targets; model types that fit: pointer_network"
+                "'sort_numbers' has pointer targets; model types that fit: graph, pointer_network"
             ],
         ),
         (

@@ -192,7 +192,9 @@ def test_python_script_reads_as_layer_calls_with_literal_arguments(runs):
     assert "from keras_seq.layers import" in transformer
     assert 'TransformerEncoderBlock(2, 16, norm_first=True, name="encoder_block_0")' in transformer
     pointer = export.export(store, records["export-pointer"].id, "python").read_text()
-    assert 'PointerNetwork(1, units=8, name="pointer_network")' in pointer
+    # Its encoder, the graph's, is written with the functional API and handed over.
+    assert "def build_encoder():" in pointer and "keras.layers.LSTM(8" in pointer
+    assert 'PointerNetwork(1, units=8, encoder=encoder, name="pointer_network")' in pointer
     compile(text, "model.py", "exec")
 
 

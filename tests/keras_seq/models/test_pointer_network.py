@@ -405,6 +405,7 @@ def test_network_config_is_its_arguments():
         "units": 12,
         "cell": "gru",
         "exclude_chosen": False,
+        "encoder": None,  # its own recurrent layer
         "name": "sorter",
         "trainable": True,
     }
@@ -434,6 +435,31 @@ def test_keras_file_reloads_with_safe_mode_and_decodes_the_same(cell, exclude_ch
         atol=1e-6,
     )
     np.testing.assert_array_equal(loaded.decode(x), net.decode(x))
+
+
+@agnostic
+def test_an_encoder_of_ones_own_is_the_network_and_reloads_with_safe_mode(tmp_path):
+    # The network's own encoder as a functional model (its LSTM's states and final h, c):
+    # the same weights (by path) give the same pointers and probabilities, 1e-6 (same kernels).
+    reference = PointerNetwork(1, units=8)
+    sequence = keras.Input((None, 1), name="sequence")
+    states, h, c = keras.layers.LSTM(8, return_sequences=True, return_state=True, name="encoder")(
+        sequence
+    )
+    encoder = keras.Model(sequence, {"memory": states, "state": [h, c]}, name="encoder")
+    own = PointerNetwork(1, units=8, encoder=encoder)
+    values = {weight.path: weight for weight in reference.weights}
+    for weight in own.weights:
+        weight.assign(values[weight.path])
+    x = _random_sequences(4, 6)
+    inputs = {"sequence": x, "pointers": np.argsort(x[..., 0], axis=1)}
+    np.testing.assert_allclose(_numpy(own(inputs)), _numpy(reference(inputs)), atol=1e-6)
+    np.testing.assert_array_equal(own.decode(x), reference.decode(x))
+    own.save(tmp_path / "own.keras")
+    loaded = keras.saving.load_model(tmp_path / "own.keras", safe_mode=True)
+    np.testing.assert_allclose(_numpy(loaded(inputs)), _numpy(own(inputs)), atol=1e-6)
+    with pytest.raises(ValueError, match=r"a 'state' of the lstm decoder's 2 state tensor"):
+        PointerNetwork(1, units=8, encoder=keras.Model(sequence, {"memory": states, "state": h}))
 
 
 def test_docstring_examples_run():

@@ -57,8 +57,40 @@ from keras_seq.models.pointer import CELLS, MAX_INPUT_FEATURES, ShiftRight, recu
 from keras_seq.models.transformer_seq2seq import decoder_arguments
 
 
+def _shapes(state):
+    """The shape of what a `state` port gives: one tensor's, or a list of final states'."""
+    if isinstance(state, list):  # the final states of the recurrent blocks it reads
+        return [tensor.shape for tensor in state]
+    return None if state is None else state.shape
+
+
+class _Seq2SeqDecoder(keras.layers.Layer):
+    """What the two decoders of token sequences share: the task's target sizes in their
+    config, and the model they assemble (`model_class`) over the graph's encoder."""
+
+    model_class = None
+
+    def assemble(self, task, encoder, name="graph"):
+        """The model that trains: `model_class` over `encoder` (source ids → the ports)."""
+        return self.model_class(
+            task.inputs.vocab_size,
+            self.target_vocab_size,
+            encoder,
+            name=name,
+            **self.model_arguments(),
+        )
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "target_vocab_size": self.target_vocab_size,
+            "target_length": self.target_length,
+            **self.model_arguments(),
+        }
+
+
 @keras.saving.register_keras_serializable(package="keras_seq")
-class DecoderBlock(keras.layers.Layer):
+class DecoderBlock(_Seq2SeqDecoder):
     """The decoder half of `AssembledSeq2Seq` as one block: shapes and weights, not a pass.
 
     Called on the encoder's `memory` `(batch, S, d_enc)` and optionally its
@@ -79,6 +111,8 @@ class DecoderBlock(keras.layers.Layer):
         embedding_dim: Size of the target token embeddings.
         dropout: Dropout on the target embeddings and the decoder outputs.
     """
+
+    model_class = AssembledSeq2Seq
 
     def __init__(
         self,
@@ -133,11 +167,7 @@ class DecoderBlock(keras.layers.Layer):
 
     def compute_output_spec(self, memory, state=None):
         if not self.built:  # Keras builds before asking when called; a direct ask builds here
-            if isinstance(state, list):  # the final states of recurrent blocks
-                state_shape = [tensor.shape for tensor in state]
-            else:
-                state_shape = None if state is None else state.shape
-            self.build(memory.shape, state_shape)
+            self.build(memory.shape, _shapes(state))
         shape = (memory.shape[0], self.target_length, self.decoder.output_dim)
         return keras.KerasTensor(shape, dtype=self.compute_dtype)
 
@@ -169,27 +199,9 @@ class DecoderBlock(keras.layers.Layer):
             "dropout": self.dropout,
         }
 
-    def assemble(self, task, encoder, name="graph"):
-        """The model that trains: `AssembledSeq2Seq` over `encoder` (source ids → ports)."""
-        return AssembledSeq2Seq(
-            task.inputs.vocab_size,
-            self.target_vocab_size,
-            encoder,
-            name=name,
-            **self.model_arguments(),
-        )
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "target_vocab_size": self.target_vocab_size,
-            "target_length": self.target_length,
-            **self.model_arguments(),
-        }
-
 
 @keras.saving.register_keras_serializable(package="keras_seq")
-class TransformerDecoderStack(keras.layers.Layer):
+class TransformerDecoderStack(_Seq2SeqDecoder):
     """The decoder half of `TransformerSeq2Seq` as one block: shapes and weights, not a pass.
 
     Called on the encoder's `memory` `(batch, S, d_enc)`, it gives the last
@@ -208,6 +220,8 @@ class TransformerDecoderStack(keras.layers.Layer):
         positions: `sinusoidal` or `learned`.
         dropout: Dropout after the positions and inside every block.
     """
+
+    model_class = AssembledTransformerSeq2Seq
 
     def __init__(
         self,
@@ -305,24 +319,6 @@ class TransformerDecoderStack(keras.layers.Layer):
         names += ("max_length", "positions", "dropout")
         return {name: getattr(self, name) for name in names}
 
-    def assemble(self, task, encoder, name="graph"):
-        """The model that trains: `AssembledTransformerSeq2Seq` over `encoder`'s memory."""
-        return AssembledTransformerSeq2Seq(
-            task.inputs.vocab_size,
-            self.target_vocab_size,
-            encoder,
-            name=name,
-            **self.model_arguments(),
-        )
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "target_vocab_size": self.target_vocab_size,
-            "target_length": self.target_length,
-            **self.model_arguments(),
-        }
-
 
 @keras.saving.register_keras_serializable(package="keras_seq")
 class PointerDecoderBlock(keras.layers.Layer):
@@ -379,11 +375,7 @@ class PointerDecoderBlock(keras.layers.Layer):
 
     def compute_output_spec(self, memory, state=None):
         if not self.built:  # Keras builds before asking when called; a direct ask builds here
-            if isinstance(state, list):
-                state_shape = [tensor.shape for tensor in state]
-            else:
-                state_shape = None if state is None else state.shape
-            self.build(memory.shape, state_shape)
+            self.build(memory.shape, _shapes(state))
         shape = (memory.shape[0], self.target_length, memory.shape[1])
         return keras.KerasTensor(shape, dtype="float32")
 

@@ -53,7 +53,12 @@ from keras_seq.layers import (
 )
 from keras_seq.models import AssembledSeq2Seq, AssembledTransformerSeq2Seq, PointerNetwork
 from keras_seq.models.assembled_seq2seq import check_initial_state
-from keras_seq.models.pointer import CELLS, MAX_INPUT_FEATURES, ShiftRight, recurrent_layer
+from keras_seq.models.pointer import (
+    ShiftRight,
+    network_arguments,
+    recurrent_layer,
+)
+from keras_seq.models.pointer import check_initial_state as check_pointer_state
 from keras_seq.models.transformer_seq2seq import decoder_arguments
 
 
@@ -341,13 +346,9 @@ class PointerDecoderBlock(keras.layers.Layer):
         self, input_features, target_length, units=32, cell="lstm", exclude_chosen=True, **kwargs
     ):
         super().__init__(**kwargs)
-        self.input_features = validation.positive_int(
-            "input_features", input_features, MAX_INPUT_FEATURES
-        )
+        for name, value in network_arguments(input_features, units, cell, exclude_chosen).items():
+            setattr(self, name, value)
         self.target_length = validation.positive_int("target_length", target_length)
-        self.units = validation.positive_int("units", units, validation.MAX_UNITS)
-        self.cell = validation.one_of("cell", cell, CELLS)
-        self.exclude_chosen = validation.boolean("exclude_chosen", exclude_chosen)
 
     def build(self, memory_shape, state_shape=None):
         if len(memory_shape) != 3:
@@ -355,15 +356,7 @@ class PointerDecoderBlock(keras.layers.Layer):
                 f"memory must be the encoder states (batch, n, d), got {tuple(memory_shape)}"
             )
         if state_shape is not None:
-            listed = isinstance(state_shape[0], (tuple, list))
-            shapes = [tuple(shape) for shape in (state_shape if listed else [state_shape])]
-            wanted = 1 if self.cell == "gru" else 2
-            if len(shapes) != wanted or any(shape[1:] != (self.units,) for shape in shapes):
-                raise ValueError(
-                    f"state must be the final state of a {self.cell} encoder of {self.units} "
-                    f"units ({wanted} tensor(s) of (batch, {self.units})): wire the encoder's "
-                    f"recurrent block to it; got {shapes}"
-                )
+            check_pointer_state(state_shape, self.cell, self.units)
         # The weights `PointerNetwork` makes besides its encoder.
         self.decoder = recurrent_layer(self.cell, self.units, "decoder")
         self.decoder.build((None, None, self.input_features))

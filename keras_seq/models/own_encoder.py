@@ -20,6 +20,18 @@ from keras_seq import validation
 ENCODER_OUTPUTS = ("memory", "state")
 
 
+def encoder_outputs(encoder):
+    """The output specs of an encoder model by name (`"memory"`, `"state"`), or a
+    `ValueError` naming the argument `encoder` when its output is not such a dict."""
+    outputs = encoder.output
+    if not isinstance(outputs, dict) or not outputs or set(outputs) - set(ENCODER_OUTPUTS):
+        got = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
+        raise validation.invalid(
+            "encoder", "a model whose output is a dict of 'memory' and/or 'state'", got
+        )
+    return outputs
+
+
 class OwnEncoder:
     """A `Seq2Seq` mix-in whose encoder is a `keras.Model` given to the constructor.
 
@@ -40,13 +52,7 @@ class OwnEncoder:
 
     def _encoder_specs(self):
         """The encoder's output specs by name (`"memory"`, `"state"`), checked."""
-        outputs = self._given_encoder[0].output
-        if not isinstance(outputs, dict) or not outputs or set(outputs) - set(ENCODER_OUTPUTS):
-            got = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
-            raise validation.invalid(
-                "encoder", "a model whose output is a dict of 'memory' and/or 'state'", got
-            )
-        return outputs
+        return encoder_outputs(self._given_encoder[0])
 
     def _check_encoder(self, memory_reason=None):
         """One `(batch, S)` input; a `memory` of rank 3 when `memory_reason` says it is read.

@@ -39,6 +39,8 @@ from keras import ops
 
 from keras_seq import validation
 from keras_seq.layers import CECLSTM, PointerAttention
+from keras_seq.layers.cells import states_per_layer
+from keras_seq.models.own_encoder import encoder_outputs
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -299,12 +301,9 @@ class PointerNetwork(keras.Model):
     def __init__(
         self, input_features, units=64, cell="lstm", exclude_chosen=True, encoder=None, **kwargs
     ):
-        input_features = validation.positive_int(
-            "input_features", input_features, MAX_INPUT_FEATURES
-        )
-        units = validation.positive_int("units", units, validation.MAX_UNITS)
-        cell = validation.one_of("cell", cell, CELLS)
-        exclude_chosen = validation.boolean("exclude_chosen", exclude_chosen)
+        arguments = network_arguments(input_features, units, cell, exclude_chosen)
+        input_features, units = arguments["input_features"], arguments["units"]
+        cell, exclude_chosen = arguments["cell"], arguments["exclude_chosen"]
         kwargs.setdefault("name", "pointer_network")
         # Keras's LSTM and GRU do not check their size: refuse a hostile config here,
         # before anything is allocated (at most 4 gate blocks, kernel, recurrent kernel
@@ -447,35 +446,47 @@ class PointerNetwork(keras.Model):
         return pointers, distributions.astype(np.float32)
 
 
+def network_arguments(input_features, units, cell, exclude_chosen):
+    """The network's own arguments, each checked (`ValueError` naming it), by name."""
+    return {
+        "input_features": validation.positive_int(
+            "input_features", input_features, MAX_INPUT_FEATURES
+        ),
+        "units": validation.positive_int("units", units, validation.MAX_UNITS),
+        "cell": validation.one_of("cell", cell, CELLS),
+        "exclude_chosen": validation.boolean("exclude_chosen", exclude_chosen),
+    }
+
+
+def check_initial_state(shapes, cell, units):
+    """Refuses a decoder start that is not a `cell` layer's state: `[h, c]` for the LSTMs,
+    `[h]` for a GRU, each `(batch, units)` (`shapes`: one shape, or a list of them)."""
+    listed = isinstance(shapes[0], (tuple, list))
+    shapes = [tuple(shape) for shape in (shapes if listed else [shapes])]
+    wanted = states_per_layer(cell)
+    if len(shapes) != wanted or any(shape[1:] != (units,) for shape in shapes):
+        raise validation.invalid(
+            "encoder",
+            f"a 'state' of the {cell} decoder's {wanted} state tensor(s), each (batch, {units})",
+            shapes,
+        )
+
+
 def _check_encoder(encoder, cell, units):
     """Refuses an encoder of one's own that cannot feed the pointer decoder."""
     if not isinstance(encoder, keras.Model):
         raise validation.invalid("encoder", "None or a keras.Model", encoder)
-    outputs = encoder.output
-    if (
-        not isinstance(outputs, dict)
-        or "memory" not in outputs
-        or set(outputs) - {"memory", "state"}
-    ):
-        got = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
-        raise validation.invalid(
-            "encoder", "a model whose output is a dict of 'memory' and 'state'", got
-        )
+    outputs = encoder_outputs(encoder)
+    if "memory" not in outputs:
+        raise validation.invalid("encoder", "a 'memory' output (batch, n, d)", sorted(outputs))
     if len(outputs["memory"].shape) != 3:
         raise validation.invalid(
             "encoder", "'memory' of shape (batch, n, d)", tuple(outputs["memory"].shape)
         )
     state = outputs.get("state")
     if state is not None:
-        shapes = [tuple(t.shape) for t in (state if isinstance(state, (list, tuple)) else [state])]
-        wanted = 1 if cell == "gru" else 2
-        if len(shapes) != wanted or any(shape[1:] != (units,) for shape in shapes):
-            raise validation.invalid(
-                "encoder",
-                f"a 'state' of the {cell} decoder's {wanted} state tensor(s), each "
-                f"(batch, {units})",
-                shapes,
-            )
+        states = state if isinstance(state, (list, tuple)) else [state]
+        check_initial_state([tuple(tensor.shape) for tensor in states], cell, units)
 
 
 def _encoded(encoder, sequence, training=None):

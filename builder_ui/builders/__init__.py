@@ -8,25 +8,26 @@
 - `presets`: the starting points of the arc, packaged YAML specs.
 - The built-in types, one module per family: `tasks` (every task type, and
   `data_files` for the user's CSV files), `sequence` (`sequence_classifier`,
-  `sequence_regressor`), `vision` (`vision_transformer`), `captioning`
+  `sequence_regressor`), `vision` (`vision_transformer`), `show_attend_tell`
   (`show_attend_tell`), `pointer`
   (`pointer_network`), `seq2seq` (`seq2seq`), `graph` (`graph`: blocks wired
   on the canvas; `graph_blocks` its catalog, `graph_shapes` its walk). Importing
   this package registers them; each imports Keras only when it builds a model.
-- `short_forms`: `sequence_classifier`, `sequence_regressor` and
-  `vision_transformer` written out as graph nodes, the one description of their
-  layers, which their builders build through the graph's walk; `fields` the field
-  types every model type shares.
+  How the encoder–decoders train and are scored: `translating`, `captioning`,
+  `pointing`.
+- `short_forms`: every named model type but `graph` written out as graph nodes,
+  the one description of their layers, which their builders build through the
+  graph's walk; `fields` the field types every model type shares.
 - `spatiotemporal`, built in too: `conv_lstm`, the next frames of a video
   (Shi et al. 2015), or with `layout: flat` the frame-flattening LSTM of equal size.
 """
 
 from builder_ui.builders import (
-    captioning,
     graph,
     pointer,
     seq2seq,
     sequence,
+    show_attend_tell,
     spatiotemporal,
     tasks,
     vision,
@@ -68,7 +69,16 @@ from builder_ui.builders.validation import (
 # The built-in type modules, registered above (their types are not plugins).
 BUILTIN_MODULES = tuple(
     module.__name__
-    for module in (tasks, sequence, vision, captioning, pointer, seq2seq, graph, spatiotemporal)
+    for module in (
+        tasks,
+        sequence,
+        vision,
+        show_attend_tell,
+        pointer,
+        seq2seq,
+        graph,
+        spatiotemporal,
+    )
 )
 
 __all__ = [

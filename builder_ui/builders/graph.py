@@ -62,6 +62,7 @@ from builder_ui.builders import (
     short_forms,
 )
 from builder_ui.builders.base import ModelBuilder
+from builder_ui.builders.captioning import Captioning
 from builder_ui.builders.pointing import Pointing
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.translating import Translating
@@ -201,11 +202,11 @@ class GraphBuilder(ModelBuilder):
 
 
 # What a graph with a decoder block shares with its model type: data, loss, metric, scoring.
-_TRAINERS = {"sequence": Translating(), "pointer": Pointing()}
+_TRAINERS = {"sequence": Translating(), "caption": Captioning(), "pointer": Pointing()}
 
 
 def _trainer(task: Any, default: Any) -> Any:
-    return _TRAINERS.get(task.targets.kind, default)
+    return _TRAINERS.get(graph_blocks.decoded_kind(task), default)
 
 
 def check_nodes(nodes: list[dict[str, Any]], task: Any) -> list[graph_shapes.NodeProblem]:
@@ -351,7 +352,7 @@ def _oversized(
 
 def _decodes(task: Any) -> bool:
     """Whether the task's targets are written by a decoder block (token sequences, pointers)."""
-    return task.targets.kind in graph_blocks.DECODERS_FOR
+    return graph_blocks.decoded_kind(task) is not None
 
 
 def _fit_problems(
@@ -402,15 +403,25 @@ def translates(spec: Mapping[str, Any]) -> bool:
     document alone (no task is loaded), for the views that translate or score BLEU.
     """
     model = spec.get("model") if isinstance(spec, Mapping) else None
-    if not isinstance(model, Mapping):
-        return False
-    if model.get("type") == "seq2seq":
+    if isinstance(model, Mapping) and model.get("type") == "seq2seq":
         return True
-    nodes = model.get("nodes") if model.get("type") == "graph" else None
-    writers = graph_blocks.DECODERS_FOR["sequence"]
-    return isinstance(nodes, list) and any(
-        isinstance(node, Mapping) and node.get("layer") in writers for node in nodes
+    return decoder_block(spec) in graph_blocks.DECODERS_FOR["sequence"]
+
+
+def decoder_block(spec: Mapping[str, Any]) -> str | None:
+    """The decoder block of a spec document's `graph` model (`RecurrentDecoder`, …), or None.
+
+    Read from the document alone (no task is loaded), for the views that show a
+    translator's, captioner's or pointer network's outputs.
+    """
+    model = spec.get("model") if isinstance(spec, Mapping) else None
+    nodes = (
+        model.get("nodes") if isinstance(model, Mapping) and model.get("type") == "graph" else None
     )
+    if not isinstance(nodes, list):
+        return None
+    layers = [node.get("layer") for node in nodes if isinstance(node, Mapping)]
+    return next((layer for layer in layers if layer in graph_blocks.DECODERS), None)
 
 
 def block_catalog() -> list[dict[str, Any]]:
@@ -584,24 +595,26 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
 def preset_as_graph(spec: Mapping[str, Any] | ExperimentSpec) -> dict[str, Any]:
     """The spec with its `model:` as the `graph` it is: "Open as graph" and `keras-seq graph`.
 
-    A `sequence_classifier`, `sequence_regressor`, `vision_transformer`, `seq2seq` or
-    `conv_lstm` becomes the graph its builder builds (its `expansion`, from
-    `short_forms.expand_short_form`: the same layers, names, parameter count and
-    outputs). The other sections are kept; a sweep is left out: its paths name the
-    short form's fields, which a graph does not have.
+    Every built-in model type (`short_forms.EXPANDED_TYPES`) becomes the graph its
+    builder builds (its `expansion`, from `short_forms.expand_short_form`: the same
+    layers, names, parameter count and outputs). The other sections are kept; a sweep
+    is left out: its paths name the short form's fields, which a graph does not have.
 
     Raises:
-        SpecError: at `model.type` for a model type that does not open as a graph yet.
+        SpecError: at `model.type` for a graph already, or a plugin's model type (its
+            builder is not a short form of a graph).
     """
     spec = load_spec(spec)
     model = spec.model
+    if model.type == "graph":
+        raise SpecError([("model.type", "the model is a graph already")])
     if model.type not in short_forms.EXPANDED_TYPES:
         types = short_forms.EXPANDED_TYPES
         raise SpecError(
             [
                 (
                     "model.type",
-                    f"only a {', '.join(types[:-1])} or {types[-1]} opens as a graph yet, "
+                    f"only the built-in model types ({', '.join(types)}) open as a graph, "
                     f"got {model.type!r}",
                 )
             ]

@@ -46,13 +46,30 @@ KINDS = ("int", "float", "bool", "str", "choice")
 INPUT, OUTPUT = "Input", "Output"
 # A translating graph's whole decoder, one composite block (`graph_decoder`).
 RECURRENT_DECODER, TRANSFORMER_DECODER = "RecurrentDecoder", "TransformerDecoder"
-POINTER_DECODER = "PointerDecoder"
-# The decoder blocks a task's kind of targets takes: token sequences, or input positions.
+CAPTION_DECODER, POINTER_DECODER = "CaptionDecoder", "PointerDecoder"
+# The decoder blocks a task's kind of targets takes (`decoded_kind`): token sequences from
+# token sequences, captions (token sequences from images), or input positions.
 DECODERS_FOR = {
     "sequence": (RECURRENT_DECODER, TRANSFORMER_DECODER),
+    "caption": (CAPTION_DECODER,),
     "pointer": (POINTER_DECODER,),
 }
-DECODERS = (RECURRENT_DECODER, TRANSFORMER_DECODER, POINTER_DECODER)
+DECODERS = (RECURRENT_DECODER, TRANSFORMER_DECODER, CAPTION_DECODER, POINTER_DECODER)
+
+
+def decoded_kind(task: Any) -> str | None:
+    """The key of `DECODERS_FOR` whose blocks write the task's targets, or None when a
+    graph's Output writes them (classes, values, frames)."""
+    kind = task.targets.kind
+    if kind == "sequence" and task.inputs.kind == "image":
+        return "caption"
+    return kind if kind in DECODERS_FOR else None
+
+
+def decoders_for(task: Any) -> tuple[str, ...]:
+    """The decoder blocks that can write the task's targets (none: the Output writes them)."""
+    return DECODERS_FOR.get(decoded_kind(task), ())
+
 
 # Constructor arguments never offered: set by the builder, not JSON, or more than one output.
 _NEVER = frozenset(
@@ -320,6 +337,20 @@ _BUILTIN: tuple[Block, ...] = (
         },
     ),
     Block(
+        CAPTION_DECODER,
+        _group("Decoders"),
+        "Show, Attend and Tell's decoder (Xu 2015): an LSTM from the mean region, attending "
+        "over the image encoder's feature map, one word per step.",
+        "builder_ui.builders.graph_decoder:CaptionDecoderBlock",
+        ports=("memory",),
+        choices={"cell": ("simple", "gru", "lstm", "cec_lstm")},
+        kinds={"attention_units": "int"},
+        filled={
+            "target_vocab_size": "the task's caption vocabulary size",
+            "target_length": "the task's caption length",
+        },
+    ),
+    Block(
         POINTER_DECODER,
         _group("Decoders"),
         "A pointer network's decoder (Vinyals 2015): each step a distribution over the input "
@@ -372,6 +403,14 @@ _BUILTIN: tuple[Block, ...] = (
         _group("Pooling"),
         "A recurrent layer's final state: its last real step (both directions' if bidirectional).",
         _seq("FinalStatePooling"),
+    ),
+    Block(
+        "MaxPooling2D",
+        _group("Pooling"),
+        "The largest value of each pool_size × pool_size window of a map (halves it at 2).",
+        _keras("MaxPooling2D"),
+        choices={"padding": ("valid", "same")},
+        kinds={"pool_size": "int"},
     ),
     Block("Dense", _group("Layers"), "A fully connected layer on the last axis.", _keras("Dense")),
     Block(

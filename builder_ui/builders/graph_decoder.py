@@ -32,6 +32,12 @@ block's self-attention keys and values for `max_length` positions (its
 `decoding_floats`, what the memory estimate counts). The model it assembles is
 `keras_seq.models.AssembledTransformerSeq2Seq`.
 
+`CaptionDecoder` (`CaptionDecoderBlock`) is Show, Attend and Tell's decoder
+(Xu et al. 2015), for tasks whose inputs are images and targets captions: it
+reads the image encoder's feature map `(batch, rows, columns, D)` at `memory`,
+each cell one region, and starts its LSTM from the mean region. The model it
+assembles is `keras_seq.models.AssembledShowAttendTell`.
+
 `PointerDecoder` (`PointerDecoderBlock`) is the decoder of
 `keras_seq.models.PointerNetwork` (Vinyals et al. 2015), for tasks whose targets
 are input positions: its outputs are distributions over the positions of
@@ -51,8 +57,15 @@ from keras_seq.layers import (
     SinusoidalPositionalEncoding,
     TransformerDecoderBlock,
 )
-from keras_seq.models import AssembledSeq2Seq, AssembledTransformerSeq2Seq, PointerNetwork
+from keras_seq.layers.cells import states_per_layer
+from keras_seq.models import (
+    AssembledSeq2Seq,
+    AssembledShowAttendTell,
+    AssembledTransformerSeq2Seq,
+    PointerNetwork,
+)
 from keras_seq.models.assembled_seq2seq import check_initial_state
+from keras_seq.models.captioner import check_attention_penalty
 from keras_seq.models.pointer import (
     ShiftRight,
     network_arguments,
@@ -323,6 +336,120 @@ class TransformerDecoderStack(_Seq2SeqDecoder):
         names = ("num_layers", "embedding_dim", "num_heads", "ff_dim", "norm_first")
         names += ("max_length", "positions", "dropout")
         return {name: getattr(self, name) for name in names}
+
+
+@keras.saving.register_keras_serializable(package="keras_seq")
+class CaptionDecoderBlock(_Seq2SeqDecoder):
+    """The decoder of `AssembledShowAttendTell` as one block: shapes and weights, not a pass.
+
+    Called on the image encoder's feature map `memory` `(batch, rows, columns, D)`,
+    whose `L = rows · columns` cells are the regions, it gives the decoder outputs
+    `[h_t; ẑ_t]`, `(batch, target_length, units + D)` (Bahdanau attention over the
+    regions from `h_{t−1}`; the initial state from the mean region).
+
+    Args:
+        target_vocab_size: Caption token ids (the task's).
+        target_length: Caption steps (the task's).
+        region_positions: Add a learned embedding of each region's place.
+        cell: The decoder's cell: `lstm` (the paper's), `gru`, `simple` or `cec_lstm`.
+        units: The decoder's state size.
+        attention_units: Hidden size of the additive scores; None for `units`.
+        embedding_dim: Size of the word embeddings.
+        attention_penalty: λ of the doubly stochastic regularisation; 0 turns it off.
+        dropout: Dropout on the word embeddings and the decoder outputs.
+    """
+
+    model_class = AssembledShowAttendTell
+
+    def __init__(
+        self,
+        target_vocab_size,
+        target_length,
+        region_positions=True,
+        cell="lstm",
+        units=64,
+        attention_units=None,
+        embedding_dim=64,
+        attention_penalty=0.0,
+        dropout=0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.target_vocab_size = int(target_vocab_size)
+        self.target_length = int(target_length)
+        self.region_positions = validation.boolean("region_positions", region_positions)
+        self.embedding_dim = validation.positive_int(
+            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        )
+        self.attention_penalty = check_attention_penalty(attention_penalty)
+        self.dropout = validation.rate("dropout", dropout)
+        self.decoder = RecurrentDecoder(
+            units, cell=cell, attention="bahdanau", attention_units=attention_units, name="decoder"
+        )
+
+    def build(self, memory_shape):
+        if len(memory_shape) != 4 or None in memory_shape[1:]:
+            raise ValueError(
+                "memory must be the image encoder's feature map (batch, rows, columns, D) of "
+                f"a known size, each cell a region, got {tuple(memory_shape)}"
+            )
+        rows, columns, features = (int(d) for d in memory_shape[1:])
+        regions = (None, rows * columns, features)
+        # The weights `AssembledShowAttendTell` makes besides its encoder and projection.
+        if self.region_positions:
+            self.position_embedding = LearnedPositionalEmbedding(
+                rows * columns, name="region_positions"
+            )
+            self.position_embedding.build(regions)
+        units = self.decoder.units
+        self.initial_states = []
+        for name in ("initial_h", "initial_c")[: states_per_layer(self.decoder.cell)]:
+            layer = keras.layers.Dense(units, activation="tanh", name=name)
+            layer.build((None, features))
+            self.initial_states.append(layer)
+        self.target_embedding = keras.layers.Embedding(
+            self.target_vocab_size, self.embedding_dim, name="target_embedding"
+        )
+        self.target_embedding.build((None, None))
+        self.decoder.build((None, None, self.embedding_dim), regions)
+        self.built = True
+
+    def compute_output_spec(self, memory):
+        if not self.built:  # Keras builds before asking when called; a direct ask builds here
+            self.build(memory.shape)
+        shape = (memory.shape[0], self.target_length, self.decoder.output_dim)
+        return keras.KerasTensor(shape, dtype=self.compute_dtype)
+
+    def compute_mask(self, memory, mask=None):
+        return None
+
+    def call(self, memory):
+        raise NotImplementedError(
+            "CaptionDecoderBlock gives a graph's shapes and weights; the model that runs is "
+            "keras_seq.models.AssembledShowAttendTell (its assemble makes it)"
+        )
+
+    reads_memory = True  # the attention reads the regions
+
+    def model_arguments(self) -> dict:
+        """`AssembledShowAttendTell`'s arguments for this block (its encoder aside)."""
+        decoder = self.decoder
+        return {
+            "region_positions": self.region_positions,
+            "cell": decoder.cell,
+            "units": decoder.units,
+            "attention_units": decoder.attention_units,
+            "embedding_dim": self.embedding_dim,
+            "attention_penalty": self.attention_penalty,
+            "dropout": self.dropout,
+        }
+
+    def assemble(self, task, encoder, name="graph"):
+        """The model that trains: `AssembledShowAttendTell` over `encoder` (the feature map)."""
+        encoder = keras.Model(encoder.inputs, encoder.output["memory"], name=encoder.name)
+        return AssembledShowAttendTell(
+            self.target_vocab_size, encoder, name=name, **self.model_arguments()
+        )
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")

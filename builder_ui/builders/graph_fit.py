@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from builder_ui.builders import graph_blocks, graph_shapes
-from builder_ui.builders.graph_blocks import DECODERS, DECODERS_FOR, OUTPUT
+from builder_ui.builders.graph_blocks import DECODERS, OUTPUT, decoded_kind
 from builder_ui.builders.graph_shapes import NodeProblem
 
 CACHE_SIZE = 64  # graphs whose outcome is kept (see the module docstring)
@@ -111,7 +111,7 @@ def _trace(
     # Keras loads on first use, not on import (validating a spec must not load it).
     import keras
 
-    decoded = task.targets.kind in DECODERS_FOR  # the decoder's model writes the outputs
+    decoded = decoded_kind(task) is not None  # the decoder's model writes the outputs
     skip = (
         {node["id"] for node in nodes if node["layer"] in (*DECODERS, OUTPUT)} if decoded else set()
     )

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder_ui.builders import graph_blocks
-from builder_ui.builders.graph_blocks import DECODERS, DECODERS_FOR, INPUT, OUTPUT
+from builder_ui.builders.graph_blocks import DECODERS, INPUT, OUTPUT, decoded_kind, decoders_for
 from builder_ui.specs.errors import shown
 
 MAX_MESSAGE = 400  # characters of a layer's own error message kept
@@ -372,7 +372,7 @@ def filled_params(
         if length is None:
             raise ValueError("argument `max_length` is required: its input has no fixed length")
         params["max_length"] = int(length)
-    decoded = DECODERS_FOR.get(task.targets.kind, ())
+    decoded = decoders_for(task)
     for name, spec, attribute in (
         ("target_vocab_size", task.targets, "vocab_size"),
         ("target_length", task.targets, "length"),
@@ -646,8 +646,8 @@ def _step(
         inputs = task.inputs
         # A translator reads sources of any length (Translator, its exports), as every
         # seq2seq model does, and a pointer network sequences of any length; other graphs
-        # keep the task's (a Flatten needs it).
-        free = task.targets.kind in DECODERS_FOR
+        # (a captioner's images too) keep the task's (a Flatten needs it).
+        free = decoded_kind(task) in ("sequence", "pointer")
         shape = (None, *inputs.shape[1:]) if free else inputs.shape
         walk.tensors[node_id] = keras.Input(shape=shape, dtype=inputs.dtype, name=node_id)
         walk.input_id = node_id
@@ -675,9 +675,10 @@ def _step(
 def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodeProblem]:
     """What the task asks of the graph's shape: one decoder block of its targets' kind
     (`DECODERS_FOR`: `RecurrentDecoder` or `TransformerDecoder` for token sequences,
-    `PointerDecoder` for input positions) feeding the Output, and none otherwise."""
+    `CaptionDecoder` for captions of images, `PointerDecoder` for input positions) feeding
+    the Output, and none otherwise."""
     kind = task.targets.kind
-    allowed = DECODERS_FOR.get(kind, ())
+    allowed = decoders_for(task)
     decoders = [index for index, node in enumerate(nodes) if node["layer"] in DECODERS]
     problems = [
         NodeProblem(
@@ -694,9 +695,11 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
     decoders = [index for index in decoders if nodes[index]["layer"] in allowed]
     if not allowed:
         return problems
-    what = "translates (its targets are token sequences)"
-    if kind == "pointer":
-        what = "points at input positions (its targets are pointers)"
+    what = {
+        "sequence": "translates (its targets are token sequences)",
+        "caption": "captions images (its targets are token sequences)",
+        "pointer": "points at input positions (its targets are pointers)",
+    }[decoded_kind(task)]
     if not decoders:
         needed = (
             f"task {task.name!r} {what}: the graph needs one decoder block "
@@ -713,7 +716,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
         for index in decoders[1:]
     ]
     decoder, decoder_layer = nodes[decoders[0]]["id"], nodes[decoders[0]]["layer"]
-    if kind == "sequence" and task.inputs.kind != "tokens":
+    if decoded_kind(task) == "sequence" and task.inputs.kind != "tokens":
         problems.append(
             NodeProblem(
                 None,

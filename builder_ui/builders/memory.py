@@ -8,14 +8,11 @@ A spec that passes validation may still ask for more memory than the machine
 has: `model.encoder.units: 26000` on a GRU is 4 billion weights, 65 GB with
 Adam. Building it to count its weights would allocate them, so a builder counts
 them without allocating (`ModelBuilder.estimate`). A `graph`, and each short
-form that builds as one (every type but `show_attend_tell`: `short_forms`),
-is counted from the model itself: its
-layers built symbolically, in a stateless scope that gives every weight a
-shape and no memory (`graph.estimate_nodes`), each layer's weights its
-`count_params()` and its activations what `kept_floats` reads off the built
-layer. `show_attend_tell` counts from its fields with the formulas at the end of
-this module, the ones Keras uses to shape the weights (tested against
-`model.count_params()` for its preset).
+form, each of which builds as one (`short_forms`), is counted from the model
+itself: its layers built symbolically, in a stateless scope that gives every
+weight a shape and no memory (`graph.estimate_nodes`), each layer's weights
+its `count_params()` and its activations what `kept_floats` reads off the
+built layer.
 
 The estimate, in bytes (`MemoryEstimate.total_bytes`):
 
@@ -359,7 +356,10 @@ def kept_floats(layer: Any, inputs: Sequence[Sequence[Any]], output: Sequence[An
     Its output; for every recurrent layer in it (`keras.layers.RNN`, inside a
     `Bidirectional` too) each step's gates, state and output, `T · (kernel width
     + 2 · units)`; for every `MultiHeadAttention` in it (a Transformer block's)
-    the scores and their softmax, `2 · heads · Tq · Tk`; and for every other
+    the scores and their softmax, `2 · heads · Tq · Tk`; for every keras_seq
+    attention (a decoder block's) each step's scores over the memory, `T · S ·
+    (units + 2)` (an additive score's hidden layer, the score, its softmax);
+    and for every other
     sublayer with weights (a block's projections, norms, feed-forward layers)
     its output at each of the layer's output positions. A dimension Keras does
     not know (None) counts as 1.
@@ -369,14 +369,20 @@ def kept_floats(layer: Any, inputs: Sequence[Sequence[Any]], output: Sequence[An
         inputs: The shapes of the tensors it was called on, batch axis first.
         output: The shape of its output, batch axis first.
     """
-    import keras  # the layer exists, so Keras is loaded
+    # The layer exists, so Keras and the layers are loaded (this module must not load them).
+    import keras
+
+    from keras_seq.layers.attention_base import BaseAttention
 
     def size(shape: Sequence[Any]) -> int:
         return math.prod(int(d or 1) for d in shape)
 
     positions = size(output[1:-1])  # where it writes a vector: steps, patches, 1 for one vector
-    # Every layer's recurrence runs over its input's time axis; attention reads all of its inputs.
-    steps = max((int(shape[1] or 1) for shape in inputs if len(shape) > 2), default=1)
+    # Every layer's recurrence runs over its input's time axis, a decoder block's over the
+    # target's steps; attention reads all of its inputs' positions.
+    read = max((int(shape[1] or 1) for shape in inputs if len(shape) > 2), default=1)
+    steps = int(getattr(layer, "target_length", 0)) or read
+    attended = max((size(shape[1:-1]) for shape in inputs if len(shape) > 2), default=1)
     kept = size(output[1:])
     cells = set()
     # Keras has no public walk over a layer's sublayers; `_flatten_layers` is its own.
@@ -389,7 +395,9 @@ def kept_floats(layer: Any, inputs: Sequence[Sequence[Any]], output: Sequence[An
             width, pixels = (int(filters), size(output[-3:-1])) if filters else (cell.units, 1)
             kept += steps * pixels * (int(cell.kernel.shape[-1]) + 2 * int(width))
         elif isinstance(sub, keras.layers.MultiHeadAttention):
-            kept += 2 * int(sub.num_heads) * positions * steps
+            kept += 2 * int(sub.num_heads) * positions * read
+        elif isinstance(sub, BaseAttention):
+            kept += steps * attended * (int(getattr(sub, "units", None) or 0) + 2)
         elif sub is not layer and id(sub) not in cells and sub.weights:
             kept += positions * _output_width(sub)
     return kept
@@ -405,40 +413,7 @@ def _output_width(layer: Any) -> int:
     return int(kernel.shape[-1]) if kernel is not None else 0
 
 
-# --- Formulas: the weights Keras creates, and what each layer keeps for the backward pass -----
-# (for the model types not counted from the model itself: see the module docstring)
-
-# Weight blocks of a recurrent cell: one for Elman's RNN, three gates for a GRU, four for an LSTM.
-GATE_BLOCKS = {"simple": 1, "gru": 3, "lstm": 4}
-
-
-def dense(inputs: int, units: int, bias: bool = True) -> int:
-    """`keras.layers.Dense(units)` on `inputs` features: kernel and bias."""
-    return inputs * units + (units if bias else 0)
-
-
-def recurrent_cell(
-    cell: str, inputs: int, units: int, *, forget_gate: bool = False, peephole: bool = False
-) -> int:
-    """One recurrent cell's weights: kernel, recurrent kernel, bias (and peepholes).
-
-    GRU: Keras' default `reset_after=True` has two biases per gate. `cec_lstm`
-    (`keras_seq.layers.CECLSTMCell`): three blocks, four with the forget gate,
-    one peephole vector per gate with `peephole`.
-    """
-    if cell == "cec_lstm":
-        blocks = 4 if forget_gate else 3
-        peepholes = (3 if forget_gate else 2) * units if peephole else 0
-        return blocks * units * (inputs + units + 1) + peepholes
-    blocks = GATE_BLOCKS[cell]
-    biases = 2 if cell == "gru" else 1
-    return blocks * units * (inputs + units + biases)
-
-
-def recurrent_activations(cell: str, length: int, units: int) -> int:
-    """Floats per example a recurrent layer keeps: each step's gates, cell state and output."""
-    blocks = 4 if cell == "cec_lstm" else GATE_BLOCKS[cell]
-    return length * units * (blocks + 2)
+# --- What decoding holds ------------------------------------------------------------------------
 
 
 def decoder_cache(max_length: int, width: int, heads: int, source_length: int) -> int:

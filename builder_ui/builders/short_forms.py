@@ -7,8 +7,8 @@
          `keras-seq graph`)
 
 `sequence_classifier`, `sequence_regressor` (either encoder),
-`vision_transformer`, `seq2seq`, `pointer_network` and `conv_lstm` are
-described here once, as
+`vision_transformer`, `seq2seq`, `pointer_network`, `conv_lstm` and
+`show_attend_tell` are described here once, as
 the nodes of a `graph` model
 (`builder_ui.builders.graph`): one node per layer, its id the layer's name
 (`token_embedding`, `gru_0`, `encoder_block_1`, `classifier`), its params the
@@ -35,7 +35,10 @@ A `seq2seq` is its encoder block by block and its decoder one composite
 block (`RecurrentDecoder` or `TransformerDecoder`, `graph_decoder`), which
 makes the model that trains (`AssembledSeq2Seq`, `AssembledTransformerSeq2Seq`,
 the same weights and outputs as `RNNSeq2Seq` and `TransformerSeq2Seq`). A
-`conv_lstm` is the layers of `conv_lstm_predictor` or `frame_lstm_predictor`.
+`conv_lstm` is the layers of `conv_lstm_predictor` or `frame_lstm_predictor`. A
+`show_attend_tell` is its image encoder block by block and one `CaptionDecoder`
+reading the feature map (`AssembledShowAttendTell`, the same weights and outputs
+as `ShowAttendTell`).
 
 Nothing here imports Keras.
 """
@@ -48,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder_ui.builders.graph_blocks import (
+    CAPTION_DECODER,
     INPUT,
     OUTPUT,
     POINTER_DECODER,
@@ -63,6 +67,7 @@ EXPANDED_TYPES = (
     "seq2seq",
     "pointer_network",
     "conv_lstm",
+    "show_attend_tell",
 )
 
 
@@ -121,7 +126,7 @@ def cec_arguments(encoder: Any) -> dict[str, Any]:
 
 def expand_short_form(model: Any, task: Any) -> Expansion:
     """The graph of a `sequence_classifier`, `sequence_regressor`, `vision_transformer`,
-    `seq2seq` (either architecture), `pointer_network` or `conv_lstm`.
+    `seq2seq` (either architecture), `pointer_network`, `conv_lstm` or `show_attend_tell`.
 
     Args:
         model: The validated `model:` section (its pydantic params); a `conv_lstm` of
@@ -147,6 +152,9 @@ def expand_short_form(model: Any, task: Any) -> Expansion:
     elif model.type == "pointer_network":
         source, nodes, fields = "sequence", *_pointer_nodes(model)
         head = "pointers"
+    elif model.type == "show_attend_tell":
+        source, nodes, fields = "images", *_caption_nodes(model, task)
+        head = "words"
     elif model.type == "seq2seq":
         rnn = model.architecture.type == "rnn"
         expand = _rnn_seq2seq_nodes if rnn else _transformer_seq2seq_nodes
@@ -463,3 +471,54 @@ def _pointer_nodes(model: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
         },
     ]
     return nodes, {item["id"]: "model.units" for item in nodes}
+
+
+def _caption_nodes(model: Any, task: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A `show_attend_tell` (`keras_seq.models.ShowAttendTell`): its image encoder, the CNN's
+    blocks (3×3 `Conv2D` with ReLU, 2×2 `MaxPooling2D`) or a `PatchEmbedding` reshaped to its
+    grid, then one `CaptionDecoder` reading the feature map, each cell a region."""
+    nodes: list[dict[str, Any]] = []
+    x = "images"
+    if model.encoder == "cnn":
+        for index in range(model.conv_layers):
+            nodes.append(
+                node(
+                    f"conv_{index}",
+                    "Conv2D",
+                    x,
+                    filters=model.filters,
+                    kernel_size=3,
+                    padding="same",
+                    activation="relu",
+                )
+            )
+            nodes.append(node(f"pool_{index}", "MaxPooling2D", f"conv_{index}", pool_size=2))
+            x = f"pool_{index}"
+    else:
+        step = model.patch_size
+        nodes.append(
+            node("patches", "PatchEmbedding", x, patch_size=step, embedding_dim=model.filters)
+        )
+        grid = [task.inputs.height // step, task.inputs.width // step, model.filters]
+        nodes.append(node("patch_grid", "Reshape", "patches", target_shape=grid))
+        x = "patch_grid"
+    decoder = (
+        "region_positions",
+        "cell",
+        "units",
+        "attention_units",
+        "embedding_dim",
+        "attention_penalty",
+        "dropout",
+    )
+    nodes.append(
+        {
+            "id": "decoder",
+            "layer": CAPTION_DECODER,
+            "params": {name: getattr(model, name) for name in decoder},
+            "inputs": {"memory": x},
+        }
+    )
+    fields = {item["id"]: "model.filters" for item in nodes}
+    fields["decoder"] = "model.units"
+    return nodes, fields

@@ -41,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from builder_ui.builders.graph import translates
+from builder_ui.builders.graph import decoder_block, translates
+from builder_ui.builders.graph_blocks import CAPTION_DECODER, POINTER_DECODER
 
 MAX_TYPED_CHARS = 10_000
 MAX_GRADIENT_STEPS = 200
@@ -181,6 +182,9 @@ def model_kind(spec: dict[str, Any]) -> str:
     model_type = spec.get("model", {}).get("type")
     if translates(spec):  # a seq2seq, or a graph with a RecurrentDecoder block
         return "seq2seq"
+    decoder = decoder_block(spec)  # a graph's decoder: a captioner's or a pointer network's
+    if decoder is not None:
+        return {CAPTION_DECODER: "captioner", POINTER_DECODER: "pointer"}[decoder]
     return {
         "seq2seq": "seq2seq",
         "show_attend_tell": "captioner",

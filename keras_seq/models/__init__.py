@@ -30,7 +30,8 @@ encoder)` puts the same recurrent decoder over an encoder model of one's own
 (the Build tab's assembled graphs), `AssembledTransformerSeq2Seq` the
 Transformer's decoder blocks. `ShowAttendTell(target_vocab_size,
 image_shape)` is that decoder over the regions of an image (Xu et al. 2015):
-a captioner, decoded by the same functions.
+a captioner, decoded by the same functions; `AssembledShowAttendTell(
+target_vocab_size, encoder)` is its decoder over an image encoder of one's own.
 
 `greedy_decode(model, source, max_length)`, `sample_decode(…, temperature,
 top_k, top_p, seed)` and `beam_search(…, beam_width, length_penalty,
@@ -41,6 +42,7 @@ text with them, returns the attention alignment per output token, saves as
 one `.keras` file and exports a TensorFlow SavedModel.
 """
 
+from keras_seq.models.assembled_captioner import AssembledShowAttendTell
 from keras_seq.models.assembled_seq2seq import AssembledSeq2Seq
 from keras_seq.models.assembled_transformer import AssembledTransformerSeq2Seq
 from keras_seq.models.captioner import ShowAttendTell
@@ -71,6 +73,7 @@ from keras_seq.models.translator import Alignment, Translator
 __all__ = [
     "Alignment",
     "AssembledSeq2Seq",
+    "AssembledShowAttendTell",
     "AssembledTransformerSeq2Seq",
     "DecodeResult",
     "PointerNetwork",

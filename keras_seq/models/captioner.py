@@ -75,6 +75,14 @@ MAX_CONV_LAYERS = 8
 _NO_SOURCE_VOCABULARY = 4
 
 
+def check_attention_penalty(value):
+    """`λ` of the doubly stochastic penalty as a float ≥ 0, else a `ValueError` naming it."""
+    penalty = validation.finite_float("attention_penalty", value)
+    if penalty < 0:
+        raise validation.invalid("attention_penalty", "a number ≥ 0", value)
+    return penalty
+
+
 def _image_shape(value):
     """`value` as a `(height, width, channels)` tuple of positive ints, else raises."""
     if hasattr(value, "shape") and not isinstance(value, (list, tuple)):
@@ -170,11 +178,34 @@ class ShowAttendTell(RNNSeq2Seq):
         self.filters = validation.positive_int("filters", filters, validation.MAX_UNITS)
         self.conv_layers = validation.positive_int("conv_layers", conv_layers, MAX_CONV_LAYERS)
         self.patch_size = validation.positive_int("patch_size", patch_size, validation.MAX_UNITS)
+        self._set_captioner_arguments(
+            target_vocab_size,
+            region_positions,
+            cell,
+            units,
+            attention_units,
+            embedding_dim,
+            attention_penalty,
+            dropout,
+            **kwargs,
+        )
+
+    def _set_captioner_arguments(
+        self,
+        target_vocab_size,
+        region_positions,
+        cell,
+        units,
+        attention_units,
+        embedding_dim,
+        attention_penalty,
+        dropout,
+        **kwargs,
+    ):
+        """Checks and keeps the arguments of everything after the regions, then makes the
+        model (shared with `AssembledShowAttendTell`)."""
         self.region_positions = validation.boolean("region_positions", region_positions)
-        penalty = validation.finite_float("attention_penalty", attention_penalty)
-        if penalty < 0:
-            raise validation.invalid("attention_penalty", "a number ≥ 0", attention_penalty)
-        self.attention_penalty = penalty
+        self.attention_penalty = check_attention_penalty(attention_penalty)
         self._set_decoder_arguments(
             cell, units, 1, "bahdanau", attention_units, False, embedding_dim
         )
@@ -217,7 +248,8 @@ class ShowAttendTell(RNNSeq2Seq):
         """The caption's embedding; an image has no source embedding."""
         return None if role == "source" else super()._embedding(role, vocab)
 
-    def _make_layers(self):
+    def _make_region_layers(self):
+        """The layers from the images to the regions (before their positions), in order."""
         policy = self.dtype_policy
         self.region_layers = []
         if self.encoder == "cnn":
@@ -237,6 +269,10 @@ class ShowAttendTell(RNNSeq2Seq):
             self.region_layers.append(
                 PatchEmbedding(self.patch_size, self.filters, name="patches", dtype=policy)
             )
+
+    def _make_layers(self):
+        policy = self.dtype_policy
+        self._make_region_layers()
         self.position_embedding = None
         if self.region_positions:
             self.position_embedding = LearnedPositionalEmbedding(
@@ -261,7 +297,8 @@ class ShowAttendTell(RNNSeq2Seq):
     def _build_layers(self):
         shape = (None, *self.image_shape)
         for layer in self.region_layers:
-            layer.build(shape)
+            if not layer.built:  # an encoder model of one's own is built already
+                layer.build(shape)
             shape = layer.compute_output_shape(shape)
         regions = (None, self.num_regions, self.filters)
         if self.position_embedding is not None:
@@ -300,7 +337,7 @@ class ShowAttendTell(RNNSeq2Seq):
         x = ops.cast(images, self.compute_dtype)
         for layer in self.region_layers:
             x = layer(x, training=training)
-        if self.encoder == "cnn":  # (batch, rows, columns, D) ─▶ (batch, L, D)
+        if len(x.shape) == 4:  # a feature map (batch, rows, columns, D) ─▶ (batch, L, D)
             x = ops.reshape(x, (ops.shape(x)[0], self.num_regions, self.filters))
         if self.position_embedding is not None:
             x = self.position_embedding(x)
@@ -358,16 +395,22 @@ class ShowAttendTell(RNNSeq2Seq):
         return ops.cast(weights, "float32")
 
     def get_config(self):
-        base = Seq2Seq.get_config(self)
-        for key in ("source_vocab_size", "reverse_source"):
-            del base[key]  # an image has no vocabulary and is not reversed
         return {
-            **base,
             "image_shape": list(self.image_shape),
             "encoder": self.encoder,
             "filters": self.filters,
             "conv_layers": self.conv_layers,
             "patch_size": self.patch_size,
+            **self._captioner_config(),
+        }
+
+    def _captioner_config(self):
+        """The config of everything after the regions (shared with `AssembledShowAttendTell`)."""
+        base = Seq2Seq.get_config(self)
+        for key in ("source_vocab_size", "reverse_source"):
+            del base[key]  # an image has no vocabulary and is not reversed
+        return {
+            **base,
             "region_positions": self.region_positions,
             "cell": self.cell,
             "units": self.units,

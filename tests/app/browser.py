@@ -14,6 +14,11 @@ from collections.abc import Iterator
 import pytest
 
 CHROMIUM = os.environ.get("KERAS_SEQ_CHROMIUM", "/usr/bin/chromium")
+# Hang guards, not expectations: every page action's and every `expect`'s (set once for the
+# process when Chromium starts, so no module's timeout depends on which module ran first). A
+# click on a tab took over 30 s once, when a second test run and a `make check` shared the two
+# cores (four busy processes): 60 s leaves room for that.
+UI_TIMEOUT_MS = 60_000
 
 needs_chromium = pytest.mark.skipif(
     not os.path.exists(CHROMIUM),
@@ -25,8 +30,9 @@ needs_chromium = pytest.mark.skipif(
 @contextlib.contextmanager
 def launched_chromium() -> Iterator[object]:
     """A headless Chromium (a Playwright `Browser`), closed on exit."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=UI_TIMEOUT_MS)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:

@@ -21,16 +21,13 @@ import pytest
 
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server
-from tests.app.browser import needs_chromium
+from tests.app.browser import UI_TIMEOUT_MS, needs_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(
     os.environ.get("KERAS_SEQ_SCREENSHOTS", ROOT / "tests" / "artifacts" / "screenshots")
 )
 TRAIN_TIMEOUT_MS = 120_000
-# Hang guards, not expectations. A click on a tab took over 30 s once, when a second test
-# run and a `make check` shared the two cores (four busy processes): 60 s leaves room for that.
-UI_TIMEOUT_MS = 60_000
 
 pytestmark = [pytest.mark.large, needs_chromium]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.browser import needs_chromium
-from tests.app.test_app_browser import UI_TIMEOUT_MS, fill_field, screenshot
+from tests.app.browser import UI_TIMEOUT_MS, needs_chromium
+from tests.app.test_app_browser import fill_field, screenshot
 
 pytestmark = [pytest.mark.large, needs_chromium]
 

@@ -42,7 +42,6 @@ def open_build(browser, server):
     contexts = []
 
     def open_one(name: str, *, keyboard: bool) -> Watched:
-        expect.set_options(timeout=UI_TIMEOUT_MS)  # a hang guard; a loaded machine is slow
         context = browser.new_context(viewport={"width": 1400, "height": 1100})
         contexts.append(context)
         page = context.new_page()

@@ -17,9 +17,9 @@ import pytest
 
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server, get, serving
-from tests.app.browser import needs_chromium
+from tests.app.browser import UI_TIMEOUT_MS, needs_chromium
 from tests.app.compare_runs import record_failed_run, record_run, record_runs
-from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS
+from tests.app.test_app_browser import SCREENSHOTS
 
 pytestmark = [pytest.mark.large, needs_chromium]
 
@@ -69,9 +69,7 @@ def searched(tmp_path_factory) -> Iterator[tuple[Server, str]]:
 
 def open_compare(browser, server: Server):
     """A new session on the Compare tab, at 1400×900."""
-    from playwright.sync_api import expect
 
-    expect.set_options(timeout=UI_TIMEOUT_MS)  # a hang guard; a loaded machine is slow
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.set_default_timeout(UI_TIMEOUT_MS)

@@ -15,9 +15,9 @@ import pytest
 from builder_ui.app.actions.compare import BLEU_ARTIFACT
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server, serving
-from tests.app.browser import needs_chromium
+from tests.app.browser import UI_TIMEOUT_MS, needs_chromium
 from tests.app.compare_runs import record_runs
-from tests.app.test_app_browser import UI_TIMEOUT_MS, screenshot
+from tests.app.test_app_browser import screenshot
 from tests.app.test_app_compare import rows, settled
 
 pytestmark = [pytest.mark.large, needs_chromium]
@@ -64,9 +64,7 @@ def served(tmp_path_factory) -> Iterator[tuple[Server, list[str]]]:
 @pytest.fixture
 def page(browser, served):
     """The Compare tab in a new session, with its console errors collected in `page.problems`."""
-    from playwright.sync_api import expect
 
-    expect.set_options(timeout=UI_TIMEOUT_MS)  # a hang guard; a loaded machine is slow
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(UI_TIMEOUT_MS)

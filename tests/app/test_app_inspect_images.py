@@ -16,9 +16,9 @@ import pytest
 
 from builder_ui.engine.store import RunStore
 from tests.app.app_server import Server, serving
-from tests.app.browser import needs_chromium
+from tests.app.browser import UI_TIMEOUT_MS, needs_chromium
 from tests.app.compare_runs import TINY_SPECS, record_run
-from tests.app.test_app_browser import SCREENSHOTS, UI_TIMEOUT_MS, screenshot
+from tests.app.test_app_browser import SCREENSHOTS, screenshot
 
 pytestmark = [pytest.mark.large, needs_chromium]
 
@@ -61,9 +61,7 @@ def served(tmp_path_factory) -> Iterator[tuple[Server, dict[str, str]]]:
 
 def open_inspect(browser, server):
     """A new session on the Inspect tab at 1400×900, its list of runs refreshed."""
-    from playwright.sync_api import expect
 
-    expect.set_options(timeout=UI_TIMEOUT_MS)  # a hang guard; a loaded machine is slow
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.set_default_timeout(UI_TIMEOUT_MS)

@@ -47,7 +47,6 @@ def choose(page, dropdown: str, option: str) -> None:
 def test_build_train_three_reload_compare_inspect_export(browser, server):
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=UI_TIMEOUT_MS)  # a hang guard; a loaded machine is slow
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(UI_TIMEOUT_MS)

@@ -1,8 +1,8 @@
 """`keras-seq graph SPEC`: the spec with its `model:` as the graph of blocks it builds.
 
 It is the app's "Open as graph" on the command line: the same nodes, and a spec that
-validates. A model type that does not open as a graph yet exits 2 naming `model.type`;
-an existing `--out` is refused unless `--force`.
+validates. A spec whose model is a graph already exits 2 naming `model.type`; an
+existing `--out` is refused unless `--force`.
 """
 
 from __future__ import annotations
@@ -60,12 +60,14 @@ def test_out_writes_the_file_and_refuses_to_replace_it_without_force(tmp_path, c
     assert yaml.safe_load(out.read_text(encoding="utf-8"))["model"]["type"] == "graph"
 
 
-def test_a_type_that_does_not_expand_yet_exits_2_naming_model_type(capsys):
-    assert cli.main(["graph", str(EXAMPLES / "show_attend_tell.yaml")]) == 2
+def test_a_graph_already_exits_2_naming_model_type(tmp_path, capsys):
+    graph = tmp_path / "graph.yaml"
+    assert cli.main(["graph", str(EXAMPLES / "gru.yaml"), "--out", str(graph)]) == 0
+    capsys.readouterr()
+    assert cli.main(["graph", str(graph)]) == 2
     captured = capsys.readouterr()
     (line,) = captured.err.strip().splitlines()
-    assert line.startswith("keras-seq graph: error: model.type: only a sequence_classifier")
-    assert line.endswith("opens as a graph yet, got 'show_attend_tell'")
+    assert line == "keras-seq graph: error: model.type: the model is a graph already"
     assert captured.out == ""
 
 

@@ -92,6 +92,24 @@ _POINTER_START = [
     },
     {"id": "pointers", "layer": "Output", "inputs": {"x": "decoder"}},
 ]
+# A captioning task: a small CNN's feature map, each cell a region the decoder attends over.
+_CAPTION_START = [
+    {"id": "images", "layer": "Input"},
+    {
+        "id": "conv",
+        "layer": "Conv2D",
+        "params": {"filters": 16, "kernel_size": 3, "padding": "same", "activation": "relu"},
+        "inputs": {"x": "images"},
+    },
+    {"id": "pool", "layer": "MaxPooling2D", "params": {"pool_size": 2}, "inputs": {"x": "conv"}},
+    {
+        "id": "decoder",
+        "layer": "CaptionDecoder",
+        "params": {"units": 32, "embedding_dim": 16},
+        "inputs": {"memory": "pool"},
+    },
+    {"id": "words", "layer": "Output", "inputs": {"x": "decoder"}},
+]
 _OTHER_START = [
     {"id": "inputs", "layer": "Input"},
     {"id": "head", "layer": "Output", "inputs": {"x": "inputs"}},
@@ -232,8 +250,9 @@ def start_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
 
     An embedding comes first for a task of token ids; a translation task (target token
     sequences) gets a GRU encoder and a `RecurrentDecoder` with Bahdanau attention; a task of
-    pointers an LSTM encoder and a `PointerDecoder`; a task whose input kind is not known (or
-    is an image) gets Input → Output, to build on.
+    pointers an LSTM encoder and a `PointerDecoder`; a captioning task (images to token
+    sequences) a convolution, a pooling and a `CaptionDecoder`; a task whose input kind is not
+    known (or another image task) gets Input → Output, to build on.
     """
     task = document.get("task") if isinstance(document.get("task"), Mapping) else {}
     try:
@@ -245,6 +264,8 @@ def start_nodes(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     start = {"tokens": _TOKEN_START, "numeric": _NUMERIC_START}.get(input_kind, _OTHER_START)
     if kinds and kinds[1] == "sequence" and input_kind == "tokens":
         start = _TRANSLATION_START
+    elif kinds and kinds[1] == "sequence" and input_kind == "image":
+        start = _CAPTION_START
     elif kinds and kinds[1] == "pointer":
         start = _POINTER_START
     return [
@@ -269,7 +290,8 @@ def open_as_graph(text: str) -> tuple[str, Check]:
 
     A `sequence_classifier` or `sequence_regressor` (rnn or transformer encoder), a
     `vision_transformer`, a `seq2seq` (its decoder one `RecurrentDecoder` or
-    `TransformerDecoder` block), a `pointer_network` or a `conv_lstm` becomes the graph
+    `TransformerDecoder` block), a `pointer_network`, a `conv_lstm` or a `show_attend_tell`
+    (its decoder one `CaptionDecoder` block) becomes the graph
     `builders.graph.preset_as_graph` gives (as `keras-seq graph` does): the
     same layers, names, parameter count and outputs, so a preset of the arc can be taken apart
     and rewired. The other sections are kept; the blocks get no positions (the canvas lays them

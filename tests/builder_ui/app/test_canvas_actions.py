@@ -175,6 +175,9 @@ def test_new_graph_starts_from_a_working_graph_for_the_task_and_keeps_the_rest()
     text, checked = canvas.new_graph(actions.preset_text("pointer_network"))  # pointers
     assert checked.ok, checked.problems
     assert [n["layer"] for n in canvas.graph_nodes(text)][-2:] == ["PointerDecoder", "Output"]
+    text, checked = canvas.new_graph(actions.preset_text("show_attend_tell"))  # captions
+    assert checked.ok, checked.problems
+    assert [n["layer"] for n in canvas.graph_nodes(text)][-2:] == ["CaptionDecoder", "Output"]
 
 
 def test_a_spec_that_is_not_a_graph_has_no_canvas_nodes():
@@ -230,9 +233,17 @@ def test_the_vision_transformer_preset_opens_as_a_graph_of_patches_and_blocks():
     assert "TransformerEncoderBlock" in layers and layers[-2:] == ["ClassTokenPooling", "Output"]
 
 
-def test_a_model_that_is_no_plain_stack_says_why_it_cannot_open_as_a_graph():
-    with pytest.raises(actions.AppError, match=r"cannot open as a graph.*show_attend_tell"):
-        canvas.open_as_graph(actions.preset_text("show_attend_tell"))
+def test_a_graph_says_it_is_one_already_when_opened_as_a_graph():
+    with pytest.raises(actions.AppError, match=r"cannot open as a graph.*a graph already"):
+        canvas.open_as_graph(spec_text({"type": "graph", "nodes": NODES}))
+
+
+def test_show_attend_tell_opens_as_its_cnn_and_one_caption_decoder():
+    new_text, checked = canvas.open_as_graph(actions.preset_text("show_attend_tell"))
+    assert checked.ok, checked.problems
+    layers = [node["layer"] for node in canvas.graph_nodes(new_text)]
+    assert layers == ["Input", *["Conv2D", "MaxPooling2D"] * 2, "CaptionDecoder", "Output"]
+    assert canvas.canvas_value(new_text)["report"]["errors"] == {}
 
 
 TRANSLATION = {"type": "toy_translation", "n": 200, "min_len": 4, "max_len": 6}

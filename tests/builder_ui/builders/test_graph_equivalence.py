@@ -1,17 +1,18 @@
 """A short form, its graph and the `keras_seq.models` factory are one model.
 
 For every preset and example spec of a type that builds from its graph
-(`sequence_classifier`, `sequence_regressor`, `vision_transformer`, `seq2seq` of
-either architecture, `pointer_network`, `conv_lstm`), three models are built: the
-short form as the app trains it, the `graph` spec `keras-seq graph` writes for it,
-and the model a library user gets from the factory (`recurrent_model`,
-`transformer_classifier`, `vision_transformer`, `seq2seq`, `pointer_network`,
-`conv_lstm_predictor`, `frame_lstm_predictor`), called here by hand from the spec's
+(every model type but `graph`: `sequence_classifier`, `sequence_regressor`,
+`vision_transformer`, `seq2seq` of either architecture, `pointer_network`,
+`conv_lstm`, `show_attend_tell`), three models are built: the short form as the app
+trains it, the `graph` spec `keras-seq graph` writes for it, and the model a library
+user gets from the factory (`recurrent_model`, `transformer_classifier`,
+`vision_transformer`, `seq2seq`, `pointer_network`, `conv_lstm_predictor`,
+`frame_lstm_predictor`, `ShowAttendTell`), called here by hand from the spec's
 fields. They must hold the same number of parameters and, with the same random
-weights copied into each (in layer order; a seq2seq's and a pointer network's by
-each weight's path, as their encoder is a model of its own in the graph's), give
-the same outputs on the task's validation sequences (a seq2seq's and a pointer
-network's: the teacher-forced probabilities of the validation targets).
+weights copied into each (in layer order; an encoder–decoder's by each weight's
+path, as its encoder is a model of its own in the graph's), give the same outputs
+on the task's validation inputs (an encoder–decoder's: the teacher-forced
+probabilities of the validation targets).
 
 `atol=1e-6`: the three run the same float32 kernels on the same values in the same
 order, so they agree to the last bits; 1e-6 leaves room for the round-off of a
@@ -31,6 +32,7 @@ from builder_ui.builders import load_spec, prepare, presets
 from builder_ui.builders.graph import preset_as_graph
 from keras_seq.layers import CECLSTM
 from keras_seq.models import (
+    ShowAttendTell,
     conv_lstm_parameters,
     conv_lstm_predictor,
     frame_lstm_predictor,
@@ -52,7 +54,10 @@ TYPES = (
     "seq2seq",
     "pointer_network",
     "conv_lstm",
+    "show_attend_tell",
 )
+# Their encoders are models of their own in the graph's model: weights are matched by path.
+ENCODER_DECODERS = ("seq2seq", "pointer_network", "show_attend_tell")
 
 
 def _expanded(model) -> bool:
@@ -77,7 +82,8 @@ def _variants(documents: dict[str, dict]) -> dict[str, dict]:
     layers (unidirectional LSTM, bidirectional GRU), dropout; for the Transformer seq2seq
     learned positions, post-LN, the source reversal, dropout, two blocks a side; for the
     ConvLSTM the flat layout (its sweep's other model) and one layer; a GRU pointer
-    network that may point twice at a position."""
+    network that may point twice at a position; a captioner on patches with a GRU, no
+    region positions, an attention width of its own, the penalty and dropout."""
     variant = copy.deepcopy(documents["transformer_translation"])
     variant["model"]["architecture"].update(positions="learned", norm_first=False)
     variant["model"].update(reverse_source=True, dropout=0.1, num_layers=2)
@@ -91,6 +97,16 @@ def _variants(documents: dict[str, dict]) -> dict[str, dict]:
     flat["model"]["layout"] = "flat"
     one_layer = copy.deepcopy(documents["conv_lstm"])
     one_layer["model"].update(num_layers=1, head_kernel_size=1)
+    patches = copy.deepcopy(documents["show_attend_tell"])
+    patches["model"].update(
+        encoder="patches",
+        patch_size=8,
+        cell="gru",
+        region_positions=False,
+        attention_units=24,
+        attention_penalty=1.0,
+        dropout=0.1,
+    )
     return {
         "seq2seq_two_layers": deep,
         "seq2seq_bahdanau_two_layers": deep_bidirectional,
@@ -98,6 +114,7 @@ def _variants(documents: dict[str, dict]) -> dict[str, dict]:
         "pointer_network_gru_repeating": pointer,
         "conv_lstm_flat": flat,
         "conv_lstm_one_layer": one_layer,
+        "show_attend_tell_patches_gru": patches,
     }
 
 
@@ -130,6 +147,10 @@ def _recurrent_layer(encoder) -> keras.layers.Layer:
 
 def _factory_model(model, task) -> keras.Model:
     """What a library user calls for this spec's model."""
+    if model.type == "show_attend_tell":
+        return ShowAttendTell(
+            task.targets.vocab_size, task.inputs, **model.model_dump(exclude={"type"})
+        )
     if model.type == "pointer_network":
         return pointer_network(
             task.inputs.features,
@@ -231,7 +252,7 @@ def test_the_short_form_its_graph_and_the_factory_are_the_same_model(key):
     assert [layer.name for layer in graph.layers] == [layer.name for layer in short.layers]
     # Random weights (biases and norms too, not their constant starts), the same in all three.
     rng = np.random.default_rng(0)
-    if prepared.spec.model.type in ("seq2seq", "pointer_network"):
+    if prepared.spec.model.type in ENCODER_DECODERS:
         # A block's recurrent layer inside its Bidirectional is `<id>_layer`, the model's `<id>`.
         def path(weight):
             return weight.path.replace("_layer/", "/")

@@ -6,11 +6,21 @@ over the regions, the LSTM and the softmax readout from the equations of the
 module docstring, independently of Keras.
 """
 
+import doctest
+
 import keras
 import numpy as np
 import pytest
 
-from keras_seq.models import ShowAttendTell, beam_search, compile_decoder, greedy_decode
+from keras_seq.models import (
+    AssembledShowAttendTell,
+    ShowAttendTell,
+    assembled_captioner,
+    beam_search,
+    captioner,
+    compile_decoder,
+    greedy_decode,
+)
 from keras_seq.models.captioner import doubly_stochastic_penalty
 
 # Under JAX each test compiles its models with XLA: 5-20 s each, so the file is large there.
@@ -94,9 +104,10 @@ def randomised(model, seed=0):
 
 def weights_of(model):
     by_name = {}
-    for layer in model.region_layers:
-        if layer.weights:
-            by_name.setdefault("convs", []).append([numpy_of(v) for v in layer.weights])
+    for layer in model.region_layers:  # an encoder model of one's own: its layers
+        for sub in layer.layers if isinstance(layer, keras.Model) else [layer]:
+            if sub.weights:
+                by_name.setdefault("convs", []).append([numpy_of(v) for v in sub.weights])
     cell = model.decoder.cells[0]
     attention = model.decoder.attention_layer
     by_name.update(
@@ -121,14 +132,30 @@ def make(**kwargs):
     return randomised(ShowAttendTell(VOCAB, IMAGE, **arguments))
 
 
+def cnn_encoder():
+    """The built-in encoder's two blocks as a functional model of one's own."""
+    images = keras.Input(IMAGE)
+    x = images
+    for index in range(2):
+        x = keras.layers.Conv2D(FILTERS, 3, padding="same", activation="relu")(x)
+        x = keras.layers.MaxPooling2D(2, name=f"pool_{index}")(x)
+    return keras.Model(images, x)
+
+
+def make_assembled(**kwargs):
+    arguments = {"units": UNITS, "embedding_dim": EMBED, "attention_units": HIDDEN, **kwargs}
+    return randomised(AssembledShowAttendTell(VOCAB, cnn_encoder(), **arguments))
+
+
 RNG = np.random.default_rng(1)
 IMAGES = RNG.random((3, *IMAGE)).astype("float32")
 CAPTIONS = np.array([[5, 6, 7, 2], [8, 2, 0, 0], [4, 4, 5, 2]])
 
 
 @agnostic
-def test_the_teacher_forced_pass_and_its_attention_are_the_papers_equations():
-    model = make()
+@pytest.mark.parametrize("own_encoder", [False, True], ids=["built_in_cnn", "own_encoder"])
+def test_the_teacher_forced_pass_and_its_attention_are_the_papers_equations(own_encoder):
+    model = make_assembled() if own_encoder else make()
     assert model.region_grid == (2, 2) and model.num_regions == 4
     expected_log_probs, expected_alphas = numpy_captioner(IMAGES, CAPTIONS, weights_of(model))
     probabilities = numpy_of(model({"source": IMAGES, "target": CAPTIONS}))
@@ -234,6 +261,46 @@ def test_it_saves_and_loads_with_safe_mode_and_its_config_is_its_arguments(tmp_p
     }
 
 
+def test_an_own_encoder_model_saves_and_loads_with_safe_mode(tmp_path):
+    model = make_assembled(attention_penalty=1.0, cell="gru")
+    assert model.region_grid == (2, 2) and model.image_shape == IMAGE
+    path = tmp_path / "captioner.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert type(loaded) is AssembledShowAttendTell and loaded.region_grid == (2, 2)
+    inputs = {"source": IMAGES, "target": CAPTIONS}
+    np.testing.assert_allclose(numpy_of(loaded(inputs)), numpy_of(model(inputs)), atol=1e-6)
+    assert set(model.get_config()) == {
+        "target_vocab_size",
+        "encoder",
+        "region_positions",
+        "cell",
+        "units",
+        "attention_units",
+        "embedding_dim",
+        "attention_penalty",
+        "dropout",
+        "name",
+        "trainable",
+        "dtype",
+    }
+
+
+def _flat_encoder():
+    images = keras.Input(IMAGE)
+    return keras.Model(images, keras.layers.Reshape((64, 3))(images))
+
+
+@pytest.mark.parametrize(
+    "encoder",
+    [_flat_encoder, lambda: "cnn", lambda: keras.Sequential([keras.layers.Dense(3)])],
+    ids=["regions_not_a_map", "not_a_model", "no_known_input"],
+)
+def test_an_encoder_that_gives_no_feature_map_is_refused_naming_it(encoder):
+    with pytest.raises(ValueError, match="`encoder`"):
+        AssembledShowAttendTell(VOCAB, encoder())
+
+
 @pytest.mark.parametrize(
     ("arguments", "named"),
     [
@@ -249,3 +316,9 @@ def test_bad_arguments_are_refused_naming_the_argument(arguments, named):
     arguments = {"image_shape": IMAGE, **arguments}
     with pytest.raises(ValueError, match=f"`{named}`"):
         ShowAttendTell(VOCAB, **arguments)
+
+
+@pytest.mark.parametrize("module", [captioner, assembled_captioner], ids=lambda m: m.__name__)
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, globs={"np": np, "keras": keras, **vars(module)})
+    assert result.failed == 0 and result.attempted > 0

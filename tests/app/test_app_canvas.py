@@ -261,6 +261,53 @@ def test_a_graph_built_with_the_mouse_checks_its_shapes_trains_and_shows_in_comp
     assert watched.problems() == []
 
 
+def test_a_yaml_typo_keeps_the_graph_read_only_and_loses_nothing(open_build):
+    """A typo in the YAML (`: x` after `layer: Dense`) leaves the last good graph on the
+    canvas, read-only; fixed, the next canvas edit adds to the whole graph, and a reload
+    finds every block."""
+    from playwright.sync_api import expect
+
+    from tests.app.test_app_build_form import answer_dialogs
+
+    watched = open_build("typo-graph", keyboard=False)
+    page = watched.page
+    drop_block(page, "Dense", 330, 100)
+    expect(nodes(page)).to_have_count(4)
+    set_param(page, "units", "8")
+    yaml = page.locator("#spec-yaml")
+    expect(yaml).to_contain_text("units: 8")
+    editor = page.locator("#spec-yaml .cm-content")
+    good = editor.inner_text()
+    typo = good.replace("layer: Dense", "layer: Dense: x", 1)
+    assert typo != good, good
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(typo)
+    root, status = canvas(page).locator(".ksg-root"), canvas(page).locator(".ksg-status")
+    expect(root).to_have_class(re.compile("ksg-frozen"))
+    expect(status).to_contain_text("does not parse")
+    expect(nodes(page)).to_have_count(4)
+    screenshot(page, "canvas-8-yaml-typo-read-only")
+    node(page, "dense").focus()
+    page.keyboard.press("Delete")  # refused: the spec holds no graph to write it into
+    expect(status).to_contain_text("Read-only")
+    expect(nodes(page)).to_have_count(4)
+
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(good)
+    expect(root).not_to_have_class(re.compile("ksg-frozen"))
+    drop_block(page, "Dropout", 330, 320)
+    expect(nodes(page)).to_have_count(5)
+    for layer in ("Input", "LSTM", "Output", "Dense", "Dropout"):
+        expect(yaml).to_contain_text(f"layer: {layer}")
+    answer_dialogs(page, accept=True)
+    watched.reload()
+    expect(nodes(page)).to_have_count(5)
+    expect(node(page, "dense")).to_have_count(1)
+    assert watched.problems() == []
+
+
 def hunt_port(page, node_id: str, name: str = "x") -> None:
     """Press Tab until the port has the focus (the keyboard's way through the canvas)."""
     target = port(page, node_id, name)

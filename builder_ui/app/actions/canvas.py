@@ -127,6 +127,11 @@ def _document(text: str) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
+def unreadable(text: str) -> bool:
+    """Whether spec text is not a YAML mapping (a typo the editor shows): nothing to draw."""
+    return _document(text) is None
+
+
 def is_graph(text: str) -> bool:
     """Whether spec text has a `model: {type: graph}` section (the canvas then shows it)."""
     document = _document(text)
@@ -194,8 +199,18 @@ def canvas_value(
         revision: The canvas edit this answers (the canvas drops an answer to an older one).
         nodes: The canvas's own nodes, when they are those of `text` (origin "canvas": the
             canvas keeps its nodes and takes the report); otherwise the text's nodes are
-            sent (origin "spec").
+            sent (origin "spec"). Text that does not parse sends no nodes (origin
+            "unreadable"): the canvas keeps the last good graph, read-only, and shows the
+            error, so that no edit is made to a graph the spec no longer holds.
     """
+    if unreadable(text):  # the canvas keeps its last good graph, read-only, with the error
+        return {
+            "nodes": None,
+            "report": report(text),
+            "catalog": block_catalog(),
+            "revision": int(revision),
+            "origin": "unreadable",
+        }
     own = graph_nodes(text)
     origin = "canvas" if nodes is not None and own == normalized_nodes(nodes) else "spec"
     return {
@@ -207,17 +222,30 @@ def canvas_value(
     }
 
 
-def sent_nodes(value: Any) -> tuple[list[dict[str, Any]] | None, int]:
-    """The `(nodes, revision)` a canvas value holds (JSON text or a mapping); nodes None if none."""
+def _value(value: Any) -> Mapping[str, Any]:
+    """A canvas value (JSON text or a mapping) as a mapping; empty if it is neither."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
-            return None, 0
-    if not isinstance(value, Mapping) or not isinstance(value.get("nodes"), list):
+            return {}
+    return value if isinstance(value, Mapping) else {}
+
+
+def sent_nodes(value: Any) -> tuple[list[dict[str, Any]] | None, int]:
+    """The `(nodes, revision)` a canvas value holds (JSON text or a mapping); nodes None if none."""
+    value = _value(value)
+    if not isinstance(value.get("nodes"), list):
         return None, 0
     revision = value.get("revision")
     return normalized_nodes(value["nodes"]), revision if isinstance(revision, int) else 0
+
+
+def shows_graph(value: Any) -> bool:
+    """Whether the canvas shows a graph: its nodes, or the last good one kept read-only while
+    the YAML does not parse (`canvas_value`'s origin "unreadable")."""
+    value = _value(value)
+    return isinstance(value.get("nodes"), list) or value.get("origin") == "unreadable"
 
 
 def apply_graph(text: str, value: Any) -> tuple[str, Check]:

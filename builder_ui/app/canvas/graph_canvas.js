@@ -7,6 +7,8 @@
 // Python writes the nodes into the spec's YAML and answers with the report (shapes, edges,
 // errors) for that revision (origin "canvas"), or with new nodes when the YAML changed
 // (origin "spec"). A report for an older revision is dropped: a newer edit is on its way.
+// While the YAML does not parse (origin "unreadable", no nodes) the canvas keeps the last good
+// graph, read-only, and says why: no edit can write over a spec Python could not read.
 (function () {
   "use strict";
   const SVG = "http://www.w3.org/2000/svg";
@@ -37,6 +39,7 @@
     triedRevision: 0, // the edit the resends are for, and how many were made
     tries: 0,
     selected: null, // a node id
+    frozen: null, // the parse error while the YAML does not parse (the canvas is read-only)
     selectedEdge: null, // {target, port, source}
     connectFrom: null, // a node id while connecting with the keyboard
     undo: [],
@@ -202,7 +205,18 @@
     return JSON.stringify(state.nodes);
   }
 
+  // While the YAML does not parse, every edit is refused (the last good graph stays as drawn).
+  function refusedWhileFrozen() {
+    if (!state.frozen) return false;
+    status.textContent =
+      "⚠ Read-only while the YAML does not parse: fix it in the editor and the canvas " +
+      "follows again (it keeps the last good graph).";
+    status.classList.toggle("ksg-bad-spec", true);
+    return true;
+  }
+
   function edit(change, message) {
+    if (refusedWhileFrozen()) return;
     const before = snapshot();
     change();
     if (snapshot() === before) return;
@@ -247,6 +261,7 @@
   }
 
   function undo() {
+    if (refusedWhileFrozen()) return;
     if (!state.undo.length) return say("Nothing to undo.");
     state.redo.push(snapshot());
     state.nodes = JSON.parse(state.undo.pop());
@@ -256,6 +271,7 @@
   }
 
   function redo() {
+    if (refusedWhileFrozen()) return;
     if (!state.redo.length) return say("Nothing to redo.");
     state.undo.push(snapshot());
     state.nodes = JSON.parse(state.redo.pop());
@@ -748,6 +764,21 @@
         drawPalette();
       }
     }
+    if (value.origin === "unreadable") {
+      state.frozen = (value.report.errors || {}).spec || "the YAML does not parse";
+      root.classList.toggle("ksg-frozen", true);
+      draw();
+      status.textContent =
+        `⚠ The YAML does not parse (${state.frozen}). The canvas shows the last good ` +
+        "graph, read-only, until the YAML is fixed.";
+      status.classList.toggle("ksg-bad-spec", true);
+      return;
+    }
+    if (state.frozen) {
+      state.frozen = null;
+      root.classList.toggle("ksg-frozen", false);
+      say("");
+    }
     const sameReport = JSON.stringify(value.report) === JSON.stringify(state.report);
     const incoming = JSON.stringify(placed(value.nodes || []));
     if (sameReport && (value.origin !== "spec" || incoming === snapshot())) {
@@ -871,6 +902,7 @@
   function dragFromPalette(event, layer) {
     if (event.button !== 0) return;
     event.preventDefault();
+    if (refusedWhileFrozen()) return;
     const ghost = el("div", { class: "ksg-ghost" }, layer);
     ghost.style.left = `${event.clientX + 4}px`;
     ghost.style.top = `${event.clientY + 4}px`;
@@ -922,6 +954,7 @@
 
   function dragNode(event, id) {
     event.preventDefault();
+    if (refusedWhileFrozen()) return;
     const node = nodeById(id);
     const before = snapshot();
     const [sx, sy] = toCanvas(event);
@@ -952,6 +985,7 @@
 
   function dragWire(event, source) {
     event.preventDefault();
+    if (refusedWhileFrozen()) return;
     const node = nodeById(source);
     const [x1, y1] = outPoint(node);
     follow(

@@ -571,11 +571,15 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         """Show the canvas for a graph spec, and redraw it from the spec that changed.
 
         While a newer canvas edit than the one this spec holds is on its way, the canvas
-        keeps its nodes (that edit's own change redraws it).
+        keeps its nodes (that edit's own change redraws it). While the YAML does not parse,
+        a canvas that shows a graph keeps it, read-only, with the parse error.
         """
+        nodes, revision = canvas_actions.sent_nodes(value)
+        if canvas_actions.unreadable(text) and canvas_actions.shows_graph(value):
+            answer = canvas_actions.canvas_value(text, revision=max(revision, synced))
+            return [gr.update(), answer]
         if not canvas_actions.is_graph(text):
             return [gr.update(visible=False), gr.skip()]
-        nodes, revision = canvas_actions.sent_nodes(value)
         if nodes is not None and revision > synced and nodes != canvas_actions.graph_nodes(text):
             return [gr.update(visible=True), gr.skip()]
         # The canvas's value may be older than the last edit written (read when this was

@@ -103,14 +103,6 @@ def test_a_canvas_edit_leaves_the_task_and_train_sections_and_the_name_untouched
     assert list(after) == list(before)  # the sections stay in their order
 
 
-def test_a_bad_yaml_gives_a_report_with_a_spec_error_not_an_exception():
-    value = canvas.canvas_value("task: [unclosed\nmodel: {type: graph", revision=2, nodes=NODES)
-    assert value["report"]["errors"].get("spec")
-    assert value["nodes"] == NODES  # the canvas keeps what it shows
-    with pytest.raises(actions.AppError, match="fix it in the editor"):
-        canvas.apply_graph("task: [unclosed", {"nodes": NODES})
-
-
 @pytest.mark.parametrize(
     ("nodes", "bad"),
     [
@@ -178,6 +170,18 @@ def test_new_graph_starts_from_a_working_graph_for_the_task_and_keeps_the_rest()
     text, checked = canvas.new_graph(actions.preset_text("show_attend_tell"))  # captions
     assert checked.ok, checked.problems
     assert [n["layer"] for n in canvas.graph_nodes(text)][-2:] == ["CaptionDecoder", "Output"]
+
+
+def test_yaml_that_does_not_parse_sends_no_nodes_and_keeps_the_canvas_on_its_graph():
+    broken = spec_text({"type": "graph", "nodes": NODES}).replace("layer: LSTM", "layer: LSTM: x")
+    value = canvas.canvas_value(broken, revision=3)
+    assert value["origin"] == "unreadable" and value["nodes"] is None
+    assert value["report"]["errors"]["spec"]  # the parse error, shown beside the kept graph
+    assert canvas.unreadable(broken) and not canvas.unreadable(spec_text())
+    assert canvas.shows_graph(value) and canvas.shows_graph(json.dumps({"nodes": []}))
+    assert not canvas.shows_graph(None)
+    with pytest.raises(actions.AppError, match="fix it in the editor first"):
+        canvas.apply_graph(broken, {"nodes": NODES[:1]})  # no edit writes over it
 
 
 def test_a_spec_that_is_not_a_graph_has_no_canvas_nodes():

@@ -106,7 +106,14 @@ def _items_with_ids(value: Any) -> bool:
     return all(isinstance(i, str) and i and "." not in i for i in ids) and len(set(ids)) == len(ids)
 
 
-def _comparable(value: Any) -> str:
+# Scalars compare as themselves (typed: 1, 1.0 and True differ in a spec); lists and
+# mappings by their JSON text. No JSON for the scalars that most fields hold.
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, _SCALARS):
+        return type(value), value
     return json.dumps(value, sort_keys=True, default=str)
 
 
@@ -119,19 +126,26 @@ def _cell(value: Any) -> Any:
 
 def differing_fields(records: Iterable[RunRecord]) -> list[str]:
     """The dotted spec paths whose values are not the same in every run, in spec order."""
-    flats = [flatten(record.spec) for record in records]
+    return _differing([flatten(record.spec) for record in records])
+
+
+def _differing(flats: list[dict[str, Any]]) -> list[str]:
+    """`differing_fields` of specs flattened already (`flatten`)."""
     if len(flats) < 2:
         return []
-    paths: list[str] = []
-    for flat in flats:
-        paths += [path for path in flat if path not in paths]
+    paths = list(dict.fromkeys(path for flat in flats for path in flat))
     differing = []
+    missing = object()
     for path in paths:
         if path in _IGNORED_FIELDS:
             continue
-        values = {_comparable(flat[path]) if path in flat else "<missing>" for flat in flats}
-        if len(values) > 1:
-            differing.append(path)
+        first = flats[0].get(path, missing)
+        first = first if first is missing else _comparable(first)
+        for flat in flats[1:]:
+            value = flat.get(path, missing)
+            if (value if value is missing else _comparable(value)) != first:
+                differing.append(path)
+                break
     return differing
 
 
@@ -187,14 +201,14 @@ def compare(
     import pandas as pd
 
     records = select(store, run_ids, where=where)
-    fields = differing_fields(records)
+    flats = [flatten(record.spec) for record in records]
+    fields = _differing(flats)
     epochs_run = store.epoch_counts() if records else {}
     metric_names: list[str] = []
     for record in records:
         metric_names += [name for name in record.metrics if name not in metric_names]
     rows = []
-    for record in records:
-        flat = flatten(record.spec)
+    for record, flat in zip(records, flats, strict=True):
         row = {"id": record.id, "name": record.name, "status": record.status}
         row["sweep"] = record.sweep_id
         if annotations:

@@ -77,6 +77,27 @@ def test_another_preset_with_unsaved_edits_asks_first_and_keeps_them_if_refused(
     screenshot(page, "build-form-preset-refused")
 
 
+def test_new_graph_over_a_graph_of_ones_own_asks_first_and_keeps_it_if_refused(page):
+    from playwright.sync_api import expect
+
+    spec = page.locator("#spec-yaml")
+    fill_field(page, "model-encoder-units", "9")
+    expect(spec).to_contain_text("units: 9")
+    page.locator("#open-as-graph").click()  # the edited RNN as blocks: a graph of one's own
+    expect(spec).to_contain_text("type: graph")
+    expect(spec).to_contain_text("simple_0")
+    page.wait_for_function("window.ksSpecEdited === true")  # the page knows of the edit
+    seen = answer_dialogs(page, accept=False)
+    with page.expect_event("dialog"):
+        page.locator("#new-graph").click()
+    assert seen == ["confirm"]
+    # The app's events run one at a time: this refusal comes after the refused New graph.
+    page.locator("#open-as-graph").click()
+    expect(page.locator("#spec-errors")).to_contain_text("a graph already")
+    expect(spec).to_contain_text("simple_0")  # a new graph's recurrent block is `encoder`
+    expect(spec).to_contain_text("units: 9")
+
+
 def test_another_preset_with_unsaved_edits_is_loaded_once_accepted(page):
     from playwright.sync_api import expect
 

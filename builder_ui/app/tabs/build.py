@@ -19,11 +19,12 @@ while a newer canvas edit is on its way (`canvas_synced` holds the last one writ
 
 Nothing is lost unasked, and nothing stale is shown: the spec as last edited
 is kept in the browser's local storage (`gr.BrowserState`) with the preset it
-started from, and a reload restores it; picking another preset, or leaving
-or reloading the page, while the spec differs from the preset as loaded asks
-first (a `confirm()` and a `beforeunload` prompt: `CONFIRM_PRESET_JS`,
-`LEAVE_GUARD_JS`, `EDITED_JS`). The model summary is cleared whenever the
-spec changes, since it describes the spec it was built from.
+started from, and a reload restores it; picking another preset, "New graph",
+or leaving or reloading the page, while the spec differs from the preset as
+loaded asks first (a `confirm()` and a `beforeunload` prompt:
+`CONFIRM_PRESET_JS`, `CONFIRM_NEW_GRAPH_JS`, `LEAVE_GUARD_JS`, `EDITED_JS`).
+The model summary is cleared whenever the spec changes, since it describes the
+spec it was built from.
 
 Layout and wiring only: everything the tab does is in `builder_ui.app.actions`.
 """
@@ -81,6 +82,19 @@ CONFIRM_PRESET_JS = """
   }
   return [key, ...rest];
 }
+"""
+
+# "New graph" over a graph of the user's (the spec edited, its model a graph) replaces it only
+# once the user agrees. The answer travels in a hidden checkbox (the spec is server-side state,
+# which a script cannot withhold); the editor's text says whether the model is a graph.
+CONFIRM_NEW_GRAPH_JS = """
+(text, form, agreed, shown) => [
+  text,
+  form,
+  !(window.ksSpecEdited && /^\\s+type:\\s*["']?graph["']?\\s*$/m.test(shown || "")) ||
+    window.confirm("Start a new graph? The graph on the canvas will be replaced."),
+  shown,
+]
 """
 
 
@@ -230,6 +244,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
                     elem_id="new-graph",
                     size="sm",
                 )
+                new_graph_agreed = gr.Checkbox(value=True, visible=False)  # CONFIRM_NEW_GRAPH_JS
                 # A plain stack (a preset of the arc) as the same layers, to rewire.
                 open_graph = gr.Button(
                     "Open this model as a graph", elem_id="open-as-graph", size="sm"
@@ -602,7 +617,9 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     def to_graph(make):
         """A button's handler: the spec's model made a graph by `make(text)`, the form redrawn."""
 
-        def handler(text: str, form: int) -> list:
+        def handler(text: str, form: int, agreed: bool = True, shown: str = "") -> list:
+            if not agreed:  # "New graph" over edits, and the user said no
+                return [gr.skip()] * (len(spec_outputs) + 2)
             try:
                 new_text, result = make(text)
             except actions.REFUSED as error:
@@ -612,17 +629,21 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
 
         return handler
 
-    for button, make, name in (
-        (new_graph, canvas_actions.new_graph, "new_graph"),
-        (open_graph, canvas_actions.open_as_graph, "open_as_graph"),
-    ):
-        button.click(
-            to_graph(make),
-            inputs=[spec, form_key],
-            outputs=[*spec_outputs, form_key, model_type],
-            api_name=name,
-            **serial,
-        )
+    new_graph.click(
+        to_graph(canvas_actions.new_graph),
+        inputs=[spec, form_key, new_graph_agreed, code],
+        outputs=[*spec_outputs, form_key, model_type],
+        api_name="new_graph",
+        js=CONFIRM_NEW_GRAPH_JS,
+        **serial,
+    )
+    open_graph.click(  # the same model as a graph: nothing to lose
+        to_graph(canvas_actions.open_as_graph),
+        inputs=[spec, form_key],
+        outputs=[*spec_outputs, form_key, model_type],
+        api_name="open_as_graph",
+        **serial,
+    )
 
     # -- summary ----------------------------------------------------------------------------
 

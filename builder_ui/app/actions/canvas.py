@@ -204,17 +204,13 @@ def canvas_value(
             error, so that no edit is made to a graph the spec no longer holds.
     """
     if unreadable(text):  # the canvas keeps its last good graph, read-only, with the error
-        return {
-            "nodes": None,
-            "report": report(text),
-            "catalog": block_catalog(),
-            "revision": int(revision),
-            "origin": "unreadable",
-        }
-    own = graph_nodes(text)
-    origin = "canvas" if nodes is not None and own == normalized_nodes(nodes) else "spec"
+        shown, origin = None, "unreadable"
+    else:
+        own = graph_nodes(text)
+        origin = "canvas" if nodes is not None and own == normalized_nodes(nodes) else "spec"
+        shown = own if own is not None else normalized_nodes(nodes)
     return {
-        "nodes": own if own is not None else normalized_nodes(nodes),
+        "nodes": shown,
         "report": report(text),
         "catalog": block_catalog(),
         "revision": int(revision),

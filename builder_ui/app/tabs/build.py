@@ -19,9 +19,9 @@ while a newer canvas edit is on its way (`canvas_synced` holds the last one writ
 
 Nothing is lost unasked, and nothing stale is shown: the spec as last edited
 is kept in the browser's local storage (`gr.BrowserState`) with the preset it
-started from, and a reload restores it; picking another preset, "New graph",
-or leaving or reloading the page, while the spec differs from the preset as
-loaded asks first (a `confirm()` and a `beforeunload` prompt:
+started from, and a reload restores it; picking another preset, "New graph"
+over a graph, or leaving or reloading the page, while the spec differs from the
+preset as loaded asks first (a `confirm()` and a `beforeunload` prompt:
 `CONFIRM_PRESET_JS`, `CONFIRM_NEW_GRAPH_JS`, `LEAVE_GUARD_JS`, `EDITED_JS`).
 The model summary is cleared whenever the spec changes, since it describes the
 spec it was built from.

@@ -26,6 +26,7 @@ import keras
 
 from keras_seq import validation
 from keras_seq.models.captioner import ShowAttendTell, _image_shape
+from keras_seq.models.own_encoder import encoder_model
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -107,12 +108,7 @@ class AssembledShowAttendTell(ShowAttendTell):
         dropout=0.0,
         **kwargs,
     ):
-        if isinstance(encoder, dict):  # from a config: a serialized functional model
-            encoder = keras.saving.deserialize_keras_object(encoder)
-        if not isinstance(encoder, keras.Model):
-            raise validation.invalid(
-                "encoder", "a keras.Model from images to a feature map", type(encoder).__name__
-            )
+        encoder = encoder_model(encoder, "a keras.Model from images to a feature map")
         self.image_shape, (rows, columns, self.filters) = _check_encoder(encoder)
         self._grid = (rows, columns)
         # On PyTorch a module may not be assigned before keras.Model.__init__ has run.

@@ -20,6 +20,16 @@ from keras_seq import validation
 ENCODER_OUTPUTS = ("memory", "state")
 
 
+def encoder_model(encoder, what):
+    """`encoder` as a `keras.Model`, deserialized when it is a config (a saved model's), or a
+    `ValueError` naming the argument `encoder` and `what` it must be."""
+    if isinstance(encoder, dict):  # from a config: a serialized functional model
+        encoder = keras.saving.deserialize_keras_object(encoder)
+    if not isinstance(encoder, keras.Model):
+        raise validation.invalid("encoder", what, encoder)
+    return encoder
+
+
 def encoder_outputs(encoder):
     """The output specs of an encoder model by name (`"memory"`, `"state"`), or a
     `ValueError` naming the argument `encoder` when its output is not such a dict."""
@@ -42,13 +52,8 @@ class OwnEncoder:
     """
 
     def _take_encoder(self, encoder):
-        if isinstance(encoder, dict):  # from a config: a serialized functional model
-            encoder = keras.saving.deserialize_keras_object(encoder)
-        if not isinstance(encoder, keras.Model):
-            raise validation.invalid(
-                "encoder", "a keras.Model from source ids to {'memory', 'state'}", encoder
-            )
-        self._given_encoder = (encoder,)
+        what = "a keras.Model from source ids to {'memory', 'state'}"
+        self._given_encoder = (encoder_model(encoder, what),)
 
     def _encoder_specs(self):
         """The encoder's output specs by name (`"memory"`, `"state"`), checked."""

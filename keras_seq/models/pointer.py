@@ -40,7 +40,7 @@ from keras import ops
 from keras_seq import validation
 from keras_seq.layers import CECLSTM, PointerAttention
 from keras_seq.layers.cells import states_per_layer
-from keras_seq.models.own_encoder import encoder_outputs
+from keras_seq.models.own_encoder import encoder_model, encoder_outputs
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -311,10 +311,9 @@ class PointerNetwork(keras.Model):
         for role in ("encoder", "decoder"):
             validation.parameter_budget(role, 4 * units * (input_features + units + 2))
 
-        if isinstance(encoder, dict):  # from a config: a serialized functional model
-            encoder = keras.saving.deserialize_keras_object(encoder)
         own_encoder = encoder is not None
         if own_encoder:
+            encoder = encoder_model(encoder, "None or a keras.Model")
             _check_encoder(encoder, cell, units)
 
         # === Layers, named by their role ===
@@ -473,9 +472,7 @@ def check_initial_state(shapes, cell, units):
 
 
 def _check_encoder(encoder, cell, units):
-    """Refuses an encoder of one's own that cannot feed the pointer decoder."""
-    if not isinstance(encoder, keras.Model):
-        raise validation.invalid("encoder", "None or a keras.Model", encoder)
+    """Refuses an encoder model of one's own that cannot feed the pointer decoder."""
     outputs = encoder_outputs(encoder)
     if "memory" not in outputs:
         raise validation.invalid("encoder", "a 'memory' output (batch, n, d)", sorted(outputs))

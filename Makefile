@@ -3,8 +3,8 @@
 #   make venv                      create .venv and install the project with its dev extras
 #   make check                     the fast tier: lint, format check, every test not marked `large`
 #                                  (TensorFlow), the backend-agnostic ones under JAX and PyTorch
-#   make test                      make check, then every `large` test (the docs build and the
-#                                  browser tests included) on the three backends
+#   make test                      what make check and every `large` test (the docs build and
+#                                  the browser tests included) run, one pytest run per backend
 #   make test-under-load           the same with a busy loop on every core
 #   make app ARGS="--port 7871"    start the Gradio builder app (options go to `keras-seq ui`)
 #   make docs                      build the documentation site into site/ (warnings are errors)
@@ -22,9 +22,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 # Test processes (pytest-xdist); each file's tests stay in one process (`--dist loadfile`), so
-# module fixtures are built once.
+# module fixtures are built once. The files go out in the order tests/conftest.py gives them
+# (longest first), not xdist's default of the most tests first.
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 # The browser tests drive Debian's Chromium through Playwright (no browser download).
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -74,11 +75,16 @@ test-large: $(STAMP) browser ## The `large` tests alone, on the three backends.
 	KERAS_BACKEND=jax $(PYTEST) -m "backend_agnostic and large"
 	KERAS_BACKEND=torch $(PYTEST) -m "backend_agnostic and large"
 
-# Everything, as CI runs it: make check, then the large tier. The docs build (`mkdocs build
-# --strict`) is a large test: tests/docs/test_site.py builds the site once and reads the pages
-# it promises. Started in the background (`make test &`), the suite inherits SIGINT ignored;
-# tests/conftest.py takes it back, so the Ctrl-C tests see what a terminal gives.
-test: check test-large ## make check, then every `large` test (docs build and browser tests too): CI.
+# Everything, as CI runs it: what make check and make test-large run together, one pytest run
+# per backend (one start-up and collection each, and the quick files fill the workers' last
+# gaps once the large ones are handed out). The docs build (`mkdocs build --strict`) is a large
+# test: tests/docs/test_site.py builds the site once and reads the pages it promises. Started
+# in the background (`make test &`), the suite inherits SIGINT ignored; tests/conftest.py
+# takes it back, so the Ctrl-C tests see what a terminal gives.
+test: lint browser ## Lint, every test on TensorFlow, the backend-agnostic ones on JAX and PyTorch: CI.
+	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
+	KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
+	KERAS_BACKEND=torch $(PYTEST) -m backend_agnostic
 
 # Each test's time, per backend, into tests/durations.json: the order in which the files are
 # handed to the workers (tests/conftest.py). Rerun after adding or changing long tests.

@@ -308,6 +308,33 @@ def pytest_addoption(parser) -> None:
     )
 
 
+AGNOSTIC = "backend_agnostic"
+
+
+def _selects_only_agnostic(markexpr: str) -> bool:
+    """Whether `-m` keeps only tests marked `backend_agnostic` (what make runs on JAX, PyTorch)."""
+    words = markexpr.split()
+    return words[:1] == [AGNOSTIC] and (len(words) == 1 or words[1] == "and")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under `-m "backend_agnostic ..."`, skip importing the test files that cannot hold one.
+
+    A test is marked `backend_agnostic` in its own file (no conftest adds the mark), so a test
+    file whose text never names the mark holds none, and importing it only costs time: under
+    JAX and PyTorch the other 160 test files (the app's, the engine's, with Gradio and
+    Playwright) took most of each worker's 15 s of collection.
+    """
+    if (
+        collection_path.suffix == ".py"
+        and collection_path.name.startswith("test_")
+        and _selects_only_agnostic(config.getoption("markexpr", ""))
+        and AGNOSTIC not in collection_path.read_text(encoding="utf-8")
+    ):
+        return True
+    return None
+
+
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselected what will not run
 def pytest_collection_modifyitems(config, items) -> None:
     seed = config.getoption("--shuffle-files")

@@ -101,3 +101,24 @@ def test_an_unmarked_test_that_starts_a_process_or_runs_long_fails_and_a_marked_
     summary = out.split("over the large tier's bound", 1)[-1]
     assert "test_cases.py::test_busy_a_little_past_the_bound: setup and call took" in summary
     assert "test_quick" not in summary
+
+
+def test_under_backend_agnostic_a_file_that_never_names_the_mark_is_not_imported(pytester):
+    """What make runs on JAX and PyTorch (`-m "backend_agnostic ..."`) imports only the test
+    files that name the mark; any other selection imports every file."""
+    pytester.makeconftest(CONFTEST.read_text(encoding="utf-8"))
+    pytester.makeini("[pytest]\nmarkers =\n    large: l\n    backend_agnostic: b\n")
+    pytester.makepyfile(
+        test_agnostic="import pytest\n\n@pytest.mark.backend_agnostic\ndef test_a():\n    pass\n",
+        test_other="raise RuntimeError('imported')\n\ndef test_b():\n    pass\n",
+    )
+    for selection, imported in (
+        ("backend_agnostic", False),
+        ("backend_agnostic and not large", False),
+        ("not backend_agnostic", True),
+        ("large", True),
+    ):
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", selection)
+        assert ("RuntimeError: imported" in result.stdout.str()) is imported, selection
+        if not imported:
+            result.assert_outcomes(passed=1)

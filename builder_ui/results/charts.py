@@ -322,7 +322,9 @@ def _outer_margins(dimensions: list[dict[str, Any]]) -> dict[str, int]:
 def parallel_coordinates(table, metric: str, hyperparameters: Sequence[str] | None = None):
     """One axis per hyperparameter, then `metric`; one line per run, coloured by `metric`.
 
-    Runs without a value of `metric` are left out (a line needs every axis).
+    Runs without a value of `metric` are left out (a line needs every axis). The trace's
+    `meta["run_ids"]` holds each line's run id, in the order of the dimensions' values: what
+    the Compare tab reads back to filter its table to the lines a brush on an axis keeps.
 
     Args:
         table: A `compare` table (or filtered rows of one).
@@ -350,7 +352,8 @@ def parallel_coordinates(table, metric: str, hyperparameters: Sequence[str] | No
     dimensions.append({"label": metric, "values": scores})
     line = {"color": scores, "colorscale": "Viridis", "showscale": True}
     line["colorbar"] = {"title": {"text": metric}}
-    figure = go.Figure(go.Parcoords(line=line, dimensions=dimensions))
+    meta = {"run_ids": [str(run_id) for run_id in rows["id"]]}
+    figure = go.Figure(go.Parcoords(line=line, dimensions=dimensions, meta=meta))
     margin = {**_outer_margins(dimensions), "t": 80, "b": 30}  # t: the names above the axes
     figure.update_layout(height=420, margin=margin)
     return figure

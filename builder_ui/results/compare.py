@@ -35,7 +35,7 @@ import json
 import math
 import numbers
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -324,6 +324,7 @@ def filter_table(
     metric: str | None = None,
     low: float | None = None,
     high: float | None = None,
+    ids: Collection[str] | None = None,
 ):
     """The rows of a `compare` table matching every filter given (all rows when none is).
 
@@ -333,6 +334,8 @@ def filter_table(
         sweep: Keep the runs of this sweep.
         metric, low, high: Keep rows whose `metric` lies in `[low, high]` (either
             end may be None); a run without that metric is left out.
+        ids: Keep only these runs (None: no such filter; empty: none), such as the
+            lines a brush keeps on the parallel coordinates.
 
     Raises:
         ValueError: `low` is above `high`, or `metric` is not a column of the table.
@@ -347,6 +350,9 @@ def filter_table(
     if low is not None or high is not None:
         in_range = _in_range(table, metric, low, high)
         keep = [k and ok for k, ok in zip(keep, in_range, strict=True)]
+    if ids is not None:
+        wanted = set(ids)
+        keep = [k and run_id in wanted for k, run_id in zip(keep, table["id"], strict=True)]
     return table.loc[keep].reset_index(drop=True)  # `loc`: an empty list keeps the columns
 
 

@@ -208,3 +208,56 @@ def test_the_plotly_charts_render_with_no_console_error(page, served):
         expect(table).not_to_contain_text(unrounded)
     screenshot(page, "compare-charts")
     assert page.problems == []
+
+
+# Each line's run and its value on the metric axis (the last), and that axis's brushed ranges.
+BRUSHED_JS = """(chart) => {
+    const trace = chart.data[0];
+    const metric = trace.dimensions[trace.dimensions.length - 1];
+    return [trace.meta.run_ids, Array.from(metric.values), metric.constraintrange || null];
+}"""
+
+
+def test_brushing_an_axis_of_the_parallel_coordinates_filters_the_table(page, served):
+    """Drag along the metric's axis: the table keeps the runs whose lines the brush keeps;
+    the chart drawn again has no brush, and the table every run again."""
+    from playwright.sync_api import expect
+
+    page.locator("#hparams-button").click()
+    chart = page.locator("#hparams-plot .js-plotly-plot")
+    expect(chart).to_be_visible()
+    drawn, values, _ = chart.evaluate(BRUSHED_JS)
+    assert len(drawn) >= 3, drawn
+    # The metric's axis is the last; drag over its upper half (the higher values).
+    axis = page.locator("#hparams-plot .axis-brush rect.background").last
+    box = axis.bounding_box()
+    x = box["x"] + box["width"] / 2
+    page.mouse.move(x, box["y"] + 3)
+    page.mouse.down()
+    page.mouse.move(x, box["y"] + box["height"] * 0.55, steps=8)
+    page.mouse.up()
+    legend = page.locator("#results-legend")
+    expect(legend).to_contain_text("Brushed on the parallel coordinates")
+    _, _, ranges = chart.evaluate(BRUSHED_JS)
+    assert ranges, "the drag drew no brush"
+    ranges = ranges if isinstance(ranges[0], list) else [ranges]
+    kept = [
+        run_id
+        for run_id, value in zip(drawn, values, strict=True)
+        if any(low <= value <= high for low, high in ranges)
+    ]
+    assert 0 < len(kept) < len(drawn), (kept, values, ranges)
+    expect(legend).to_contain_text(
+        "only the run whose line" if len(kept) == 1 else f"only the {len(kept)} runs whose lines"
+    )
+    settled(page)
+    for run_id in drawn:
+        expect(rows(page, run_id)).to_have_count(1 if run_id in kept else 0)
+    screenshot(page, "compare-charts-brushed")
+    # A new chart has no brush: every run is back.
+    page.locator("#hparams-button").click()
+    expect(legend).not_to_contain_text("Brushed")
+    settled(page)
+    for run_id in drawn:
+        expect(rows(page, run_id)).to_have_count(1)
+    assert page.problems == []

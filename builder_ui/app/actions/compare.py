@@ -12,10 +12,11 @@ No Gradio here.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ class ResultsFilters:
         metric_min, metric_max: Keep rows whose `metric` lies in this range.
         tag: Keep only the runs with this tag (empty: all).
         show_archived: Also the archived runs (hidden by default).
+        brushed: Keep only these runs: the lines that the brushes on the parallel
+            coordinates' axes keep (None: no brush).
     """
 
     query: str = ""
@@ -60,6 +63,7 @@ class ResultsFilters:
     metric_max: float | None = None
     tag: str | None = None
     show_archived: bool = False
+    brushed: tuple[str, ...] | None = None
 
 
 def results_frame(
@@ -118,6 +122,7 @@ def _filtered(table, filters: ResultsFilters):
             metric=filters.metric or compare.default_metric(table),
             low=filters.metric_min,
             high=filters.metric_max,
+            ids=filters.brushed,
         )
     except ValueError as error:
         raise AppError(str(error)) from None
@@ -231,7 +236,9 @@ def results_view(
         page=page,
         pages=pages,
         total=len(table),
-        legend=_legend(headers, page, pages, len(table), _order_text(sort_by, descending)),
+        legend=_legend(
+            headers, page, pages, len(table), _order_text(sort_by, descending), filters.brushed
+        ),
         hyperparameters=charts.hyperparameter_columns(table),
         sort_by=sort_by,
         descending=bool(descending),
@@ -269,12 +276,24 @@ def _order_text(sort_by: str | None, descending: bool) -> str:
 
 
 def _legend(
-    headers: dict[str, str], page: int, pages: int, total: int, order: str = "newest first"
+    headers: dict[str, str],
+    page: int,
+    pages: int,
+    total: int,
+    order: str = "newest first",
+    brushed: Sequence[str] | None = None,
 ) -> str:
-    """Markdown under the table: shortened headers in full, the other columns' meaning, paging."""
+    """Markdown under the table: shortened headers in full, the other columns' meaning, paging,
+    and the brush on the parallel coordinates, if any."""
     first = (page - 1) * compare.PAGE_SIZE + 1 if total else 0
     last = min(page * compare.PAGE_SIZE, total)
     lines = [f"Runs {first}–{last} of {total} (page {page} of {pages}), {order}."]
+    if brushed is not None:
+        kept = "the run whose line" if len(brushed) == 1 else f"the {len(brushed)} runs whose lines"
+        lines.append(
+            f"Brushed on the parallel coordinates: only {kept} the brushes keep (click an axis "
+            "outside its brush, or draw the chart again, to clear)."
+        )
     short = [f"`{head}` = {column}" for column, head in headers.items() if head != column]
     if short:
         lines.append("Columns: " + " · ".join(short) + ".")
@@ -304,6 +323,38 @@ def parse_bound(text: str | None, field: str) -> float | None:
     if not math.isfinite(value):
         raise AppError(f"{field}: expected a number such as 0.9, got {str(text).strip()!r}.")
     return value
+
+
+# A brush's message is the run ids of the lines drawn, at most one per run in the store; the
+# bound keeps a forged one from costing more than reading it.
+MAX_BRUSH_CHARACTERS = 4 * 2**20
+
+
+def parse_brush(text: str | None) -> tuple[str, ...] | None:
+    """What the parallel coordinates' brushes keep, as the page sends it: `{"run_ids": [...]}`.
+
+    None when there is no brush (an empty message, or `run_ids` null).
+
+    Raises:
+        AppError: naming the brush and what came, when it is not such a message.
+    """
+    if text is None or not str(text).strip():
+        return None
+    text = str(text)
+    try:
+        if len(text) > MAX_BRUSH_CHARACTERS:
+            raise ValueError(f"over {MAX_BRUSH_CHARACTERS:,} characters")
+        run_ids = json.loads(text)["run_ids"]
+        if run_ids is None:
+            return None
+        if not isinstance(run_ids, list) or not all(isinstance(i, str) for i in run_ids):
+            raise ValueError("run_ids is not a list of run ids")
+    except (ValueError, TypeError, KeyError) as error:
+        raise AppError(
+            f'Brush: expected {{"run_ids": [...]}} from the parallel coordinates, got '
+            f"{text[:80]!r} ({error})."
+        ) from None
+    return tuple(run_ids)
 
 
 # The last lines of a failed run's traceback shown under its row, read from at most this many
@@ -468,8 +519,13 @@ def hyperparameter_choices(ctx: AppContext, filters: ResultsFilters | None = Non
 
 
 def hparams_chart(ctx: AppContext, filters: ResultsFilters | None, metric: str | None):
-    """Parallel coordinates of the differing hyperparameters against `metric`, runs shown."""
-    table = results_frame(ctx, filters=filters or ResultsFilters(), rounded=False)
+    """Parallel coordinates of the differing hyperparameters against `metric`, runs shown.
+
+    The runs the other filters keep, a brush on an earlier chart aside: the new chart has no
+    brush.
+    """
+    filters = replace(filters or ResultsFilters(), brushed=None)
+    table = results_frame(ctx, filters=filters, rounded=False)
     metric = metric if metric in table.columns else compare.default_metric(table)
     try:
         return charts.parallel_coordinates(table, metric)

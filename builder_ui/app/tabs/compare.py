@@ -21,7 +21,9 @@ editing (with Star, Archive and Delete, which asks for a tick first), and adds i
 unless "Show archived" is ticked; the tag menu keeps the runs of one tag. The charts are
 Plotly's (zoom, hover, click a legend entry to hide a series): learning curves of one or
 several metrics, parallel coordinates of the hyperparameters against the table's metric, and
-a scatter of any hyperparameter against any metric, over the runs the filters keep; the
+a scatter of any hyperparameter against any metric, over the runs the filters keep (a brush
+dragged along an axis of the parallel coordinates is one more filter: the runs whose lines it
+keeps, until the chart is drawn again); the
 curves smoothed (TensorBoard's moving average), against epochs or seconds of training, on a
 log scale if asked. "What differs" sets the runs picked side by side against the first (the
 metric deltas, a graph's blocks and edges added and removed, the fields that differ); "Make a
@@ -65,6 +67,7 @@ TABLE_CSS = """
 #results-table thead th { cursor: pointer; }
 #results-header-click { display: none; }
 #results-url-view { display: none; }
+#results-brush { display: none; }
 """
 
 # Runs in the browser once the tab is drawn: adds TABLE_CSS, and sets each header's
@@ -119,6 +122,46 @@ if (!window.ksHeaderSort) {
     box.value = JSON.stringify({column: paths[text] || text, at: Date.now()});
     box.dispatchEvent(new Event('input', {bubbles: true}));
   }, true);
+}
+// Brushing an axis of the parallel coordinates filters the table to the runs whose lines the
+// brushes keep: a line is kept when its value on every brushed axis lies in one of that axis's
+// ranges (Plotly's `constraintrange`, in the axis's own units: codes, log10). The runs go to a
+// hidden text box as `{"run_ids": [...]}` (the trace's `meta.run_ids`, one per line), or empty
+// once no axis is brushed; the server hears its change.
+if (!window.ksParcoordsBrush) {
+  window.ksParcoordsBrush = true;
+  const inside = (value, range) => {
+    const ranges = Array.isArray(range[0]) ? range : [range];
+    return ranges.some(([low, high]) => value >= low && value <= high);
+  };
+  const kept = (trace) => {
+    const ids = (trace.meta || {}).run_ids;
+    const brushed = (trace.dimensions || []).filter(
+      (dimension) => dimension.constraintrange && dimension.constraintrange.length
+    );
+    if (!ids || !brushed.length) return null;
+    return ids.filter((id, line) => brushed.every(
+      (dimension) => inside(dimension.values[line], dimension.constraintrange)
+    ));
+  };
+  const send = (runIds) => {
+    const box = document.querySelector('#results-brush textarea');
+    const text = runIds === null ? '' : JSON.stringify({run_ids: runIds});
+    if (!box || box.value === text) return;
+    box.value = text;
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  const watch = () => {
+    const chart = document.querySelector('#hparams-plot .js-plotly-plot');
+    if (!chart || chart.ksBrushWatched || typeof chart.on !== 'function') return;
+    chart.ksBrushWatched = true;
+    chart.on('plotly_restyle', () => {
+      const trace = (chart.data || []).find((candidate) => candidate.type === 'parcoords');
+      if (trace) send(kept(trace));
+    });
+  };
+  new MutationObserver(watch).observe(document.body, {subtree: true, childList: true});
+  watch();
 }
 """
 )
@@ -209,11 +252,13 @@ def _filters(
     high: str | None,
     tag: str | None = None,
     archived: bool = False,
+    brush: str | None = None,
 ) -> actions.ResultsFilters:
     """The filter controls' values (in `filter_inputs` order) as `actions.ResultsFilters`.
 
     Raises:
-        AppError: a metric bound that is not a number (named, with what was typed).
+        AppError: a metric bound that is not a number (named, with what was typed), or a
+            brush message that is not one.
     """
     return actions.ResultsFilters(
         text or "",
@@ -224,6 +269,7 @@ def _filters(
         actions.parse_bound(high, "Metric at most"),
         tag or None,
         bool(archived),
+        actions.parse_brush(brush),
     )
 
 
@@ -338,6 +384,8 @@ def compare_tab(
     header_click = gr.Textbox(elem_id="results-header-click", show_label=False, container=False)
     # Hidden: each refresh writes the view's query parameters here, and URL_JS into the URL.
     url_view = gr.Textbox(elem_id="results-url-view", show_label=False, container=False)
+    # Hidden: TABLE_JS writes the runs a brush on the parallel coordinates keeps here.
+    brush = gr.Textbox(elem_id="results-brush", show_label=False, container=False)
     with gr.Row(equal_height=False):
         page = gr.Number(
             value=1,
@@ -537,7 +585,7 @@ def compare_tab(
         except actions.REFUSED as error:
             return [gr.skip(), f"✗ {error}"] + [gr.skip()] * (len(refresh_outputs) - 2)
         table_update, *control_updates = _view_updates(view)
-        _, _, low, high, _, _ = filter_values  # as typed: the link keeps the text
+        _, _, low, high, *_ = filter_values  # as typed: the link keeps the text
         shown = compare_actions.CompareView(
             text=filters.query,
             statuses=tuple(filters.statuses),
@@ -564,7 +612,7 @@ def compare_tab(
     # The first three inputs and outputs are those `/results` had before the other filters
     # came, so a gradio_client call written for it still works.
     filter_inputs = [query, statuses, sweep, table_metric, metric_min, metric_max]
-    filter_inputs += [tag_filter, show_archived]
+    filter_inputs += [tag_filter, show_archived, brush]
     refresh_inputs = [query, statuses, runs, *filter_inputs[2:], page, picked, sort_by, sort_order]
     refresh_outputs = [table, message, runs, columns, table_metric, sweep, page, legend]
     refresh_outputs += [tag_filter, scatter_x, scatter_y, sort_by, header_paths, url_view]
@@ -602,6 +650,9 @@ def compare_tab(
         refresh_on(bound.blur, f"results_{name}_left")
     refresh_on(page.input, "results_page")
     refresh_on(tag_filter.input, "filter_tag")
+    # `change`: the page's script writes it (a brush drawn or cleared), and so does a new
+    # parallel-coordinates chart, which has no brush.
+    refresh_on(brush.change, "filter_brush", trigger_mode="always_last")
     refresh_on(show_archived.input, "show_archived")
     refresh_on(sort_by.input, "results_sort")
     refresh_on(sort_order.input, "results_sort_order")
@@ -646,7 +697,8 @@ def compare_tab(
         if view is None:
             return [gr.skip()] * (1 + len(load_controls) + len(refresh_outputs))
         values = [view.text, list(view.statuses), [], view.sweep, view.metric, view.low]
-        values += [view.high, view.tag, view.archived, view.page, view.columns, view.sort_by]
+        values += [view.high, view.tag, view.archived, None, view.page, view.columns]
+        values += [view.sort_by]
         updates = on_refresh(*values, view.order)
         # The refresh sets the sweep's and tag's choices; the link sets their values too.
         for control, value in ((sweep, view.sweep), (tag_filter, view.tag)):
@@ -846,14 +898,18 @@ def compare_tab(
     )
 
     def on_hparams(*values: Any) -> list:
+        """The chart of the runs the other filters keep; a brush on the last one is cleared."""
         try:
             filters = _filters(*values)
-            return ["", compare_actions.hparams_chart(ctx, filters, filters.metric)]
+            return ["", compare_actions.hparams_chart(ctx, filters, filters.metric), ""]
         except actions.REFUSED as error:
-            return _plot_error(str(error))
+            return [*_plot_error(str(error)), gr.skip()]
 
     hparams_button.click(
-        on_hparams, inputs=filter_inputs, outputs=[message, hparams_plot], api_name="hparams_chart"
+        on_hparams,
+        inputs=filter_inputs,
+        outputs=[message, hparams_plot, brush],
+        api_name="hparams_chart",
     )
 
     def on_scatter(x: str, y: str, *values: Any) -> list:

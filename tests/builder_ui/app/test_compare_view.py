@@ -17,6 +17,7 @@ from builder_ui.app.actions.compare import (
     CompareView,
     ResultsFilters,
     parse_bound,
+    parse_brush,
     results_view,
     run_outcome,
     run_spec_yaml,
@@ -121,6 +122,31 @@ def test_a_metric_bound_that_is_not_a_number_is_named_with_what_was_typed():
         parse_bound("abc", "Metric at most")
     with pytest.raises(actions.AppError, match=r"got 'nan'"):
         parse_bound("nan", "Metric at least")
+
+
+def test_a_brush_on_the_parallel_coordinates_keeps_its_runs_and_a_new_chart_has_none(mixed):
+    ctx, ids = mixed
+    brushed = ResultsFilters(query="tiny", brushed=(ids[0], ids[4], ids[-1]))
+    view = results_view(ctx, brushed)
+    assert list(view.table["id"]) == [ids[4], ids[0]]  # the text filter too: not the queued run
+    assert "Brushed on the parallel coordinates: only the 3 runs" in view.legend
+    assert "Brushed" not in results_view(ctx, ResultsFilters(query="tiny")).legend
+    assert results_view(ctx, ResultsFilters(brushed=())).total == 0
+    # The chart is drawn over the runs the other filters keep, the brush aside.
+    (trace,) = compare_actions.hparams_chart(ctx, brushed, "val_loss").data
+    (unbrushed,) = compare_actions.hparams_chart(ctx, ResultsFilters(query="tiny"), "val_loss").data
+    assert trace.meta["run_ids"] == unbrushed.meta["run_ids"]
+    assert sorted(trace.meta["run_ids"]) == sorted(ids[:6])  # every finished run has val_loss
+
+
+def test_a_brush_message_is_read_or_refused_naming_the_brush():
+    assert parse_brush("") is None and parse_brush(None) is None
+    assert parse_brush('{"run_ids": null}') is None
+    assert parse_brush('{"run_ids": ["a", "b"]}') == ("a", "b")
+    assert parse_brush('{"run_ids": []}') == ()
+    for bad in ("[1, 2]", '{"run_ids": [1]}', "{", '{"ids": []}', " " + "x" * (5 * 2**20)):
+        with pytest.raises(actions.AppError, match=r'^Brush: expected \{"run_ids"'):
+            parse_brush(bad)
 
 
 def test_a_failed_runs_outcome_is_its_error_and_the_end_of_its_traceback(mixed):

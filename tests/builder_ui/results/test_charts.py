@@ -90,6 +90,9 @@ def test_parallel_coordinates_have_an_axis_per_differing_hyperparameter_and_the_
     expected = [0.6 + 0.1 * i for i in range(4)]
     assert list(accuracy.values) == pytest.approx(expected, abs=EXACT)
     assert list(trace.line.color) == pytest.approx(expected, abs=EXACT)
+    # Each line's run, in the values' order (the Compare tab filters by the brushed lines).
+    assert trace.meta["run_ids"] == ids
+    assert json.loads(figure.to_json())["data"][0]["meta"]["run_ids"] == ids
 
 
 def test_parallel_coordinates_leave_out_runs_without_the_metric_and_say_when_none_has_it(store):

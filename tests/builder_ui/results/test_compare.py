@@ -367,6 +367,11 @@ def test_text_filter_passes_over_empty_cells_and_combines_with_sweep_and_metric_
     assert list(filter_table(table.iloc[:0], "x", metric="val_bleu", low=0.1).columns) == list(
         table.columns
     )
+    # The runs a brush keeps, with the other filters; an empty brush keeps none.
+    brushed = [store.ids[2], store.ids[0]]
+    assert list(filter_table(table, ids=brushed)["id"]) == [store.ids[0], store.ids[2]]
+    assert list(filter_table(table, sweep="s1", ids=brushed)["id"]) == [store.ids[0]]
+    assert filter_table(table, ids=[]).empty
 
 
 def test_default_columns_of_three_model_types_are_the_few_that_differ_and_most_runs_have(

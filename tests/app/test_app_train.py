@@ -281,3 +281,71 @@ def test_a_tpe_search_with_asha_queued_from_the_train_tab_shows_its_pruned_trial
     expect(results.get_by_role("row").filter(has_text=first)).to_have_count(0)
     screenshot(page, "train-search-3-compare-pruned")
     assert watched.problems() == []
+
+
+# The YAML's block list, as the editor's text reads (its lines run together).
+UNITS_SWEPT = re.compile(r"model\.encoder\.units:\s*- 4\s*- 8\s*- 12")
+
+
+def test_the_search_form_and_the_yaml_follow_each_other(open_train):
+    """A spec's search fills the form; the form's changes (a range too) write the YAML, a bad
+    range says why and leaves the YAML alone, and unticking Search removes the search."""
+    from playwright.sync_api import expect
+
+    watched = open_train()
+    page = watched.page
+    editor = page.locator("#spec-yaml .cm-content")
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(SEARCH_YAML)  # as pasted
+    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#search-form").get_by_text("Search: try several values").click()
+    expect(page.locator("#search-on input")).to_be_checked()
+    expect(page.locator("#search-method").get_by_label("bayes")).to_be_checked()
+    expect(page.locator("#search-trials input")).to_have_value("3")
+    expect(page.locator("#search-seed input")).to_have_value("6")
+    expect(page.locator("#search-asha input")).to_be_checked()
+    expect(page.locator("#search-path-1 input")).to_have_value("train.learning_rate")
+    expect(page.locator("#search-values-1 textarea")).to_have_value(
+        re.compile(r"^0\.03, 1\.0e-06, 1\.0e-07$")
+    )
+
+    # A second parameter as a range: the YAML gets its values, the form keeps the range.
+    path = page.locator("#search-path-2 input")
+    path.click()
+    page.get_by_role("option", name="model.encoder.units", exact=True).click()
+    page.locator("#search-kind-2 input").click()
+    page.get_by_role("option", name="linear range", exact=True).click()
+    for field, value in (("low", "4"), ("high", "12"), ("count", "3")):
+        box = page.locator(f"#search-{field}-2 input")
+        box.fill(value)
+        box.press("Tab")
+    yaml_text = page.locator("#spec-yaml")
+    expect(yaml_text).to_contain_text(UNITS_SWEPT)
+    expect(yaml_text).to_contain_text("metric: val_loss")  # not in the form: kept
+    expect(page.locator("#search-kind-2 input")).to_have_value("linear range")
+    expect(page.locator("#search-low-2 input")).to_have_value("4")
+    page.keyboard.press("Escape")  # the next field's menu, opened by the last Tab
+    screenshot(page, "train-search-form")
+
+    # Its ends the wrong way round: said under the form, the YAML unchanged.
+    low = page.locator("#search-low-2 input")
+    low.fill("20")
+    low.press("Tab")
+    expect(page.locator("#search-message")).to_contain_text(
+        "Search parameter 2 (model.encoder.units): low must be below high"
+    )
+    expect(yaml_text).to_contain_text(UNITS_SWEPT)
+    low.fill("4")
+    low.press("Tab")
+    expect(page.locator("#search-message")).not_to_contain_text("✗")
+
+    # Grid tries every combination: no trial count in the YAML.
+    page.locator("#search-method").get_by_label("grid").check()
+    expect(yaml_text).to_contain_text("method: grid")
+    expect(yaml_text).not_to_contain_text("num_trials")
+    page.locator("#search-on input").uncheck()
+    expect(yaml_text).not_to_contain_text("sweep:")
+    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+    assert watched.problems() == []

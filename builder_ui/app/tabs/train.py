@@ -35,6 +35,7 @@ from typing import Any
 import gradio as gr
 
 from builder_ui.app import actions
+from builder_ui.app.tabs.search_form import search_form
 from builder_ui.specs import SpecError
 
 # The stream reads the store at most this often, however fast batches come.
@@ -86,6 +87,7 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code, page: gr.Blocks) -> T
             scale=1,
         )
         queue_presets_button = gr.Button("Queue presets", elem_id="queue-presets-button", scale=1)
+    search_form(spec_code)
     message = gr.Markdown(elem_id="train-message")
     queue_table = gr.Dataframe(
         value=actions.queue_frame(ctx),

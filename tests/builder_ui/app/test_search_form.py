@@ -1,0 +1,199 @@
+"""The Train tab's search form: a spec's `sweep:` section read into the form and written back.
+
+The ranges are checked against values worked out by hand (10^-4 … 10^-1, 8 … 64); the
+specs the form writes are validated as the queue validates them. No Gradio.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from builder_ui.app.actions import build
+from builder_ui.app.actions.search_form import (
+    ParameterRow,
+    SearchForm,
+    form_of,
+    range_values,
+    read_search,
+    sweepable_paths,
+    with_search,
+)
+from builder_ui.app.context import AppError
+
+SPEC = """\
+version: 2
+name: gru
+task: {type: long_lag, lag: 5, n: 120, encoding: ids}
+model:
+  type: sequence_classifier
+  encoder: {type: rnn, cell: gru, units: 8}
+train: {epochs: 2, learning_rate: 0.01, seed: 0}
+"""
+
+SWEPT = (
+    SPEC
+    + """\
+sweep:
+  method: bayes
+  num_trials: 3
+  seed: 7
+  metric: val_loss
+  parameters:
+    model.encoder.units: [8, 16]
+    model.encoder.cell: [gru, lstm]
+    train.learning_rate: [0.001, 0.01, 0.1]
+  scheduler: {type: asha, grace_period: 1, reduction_factor: 2}
+"""
+)
+
+
+def sweep_of(text: str):
+    return yaml.safe_load(text).get("sweep")
+
+
+def test_a_spec_without_a_search_is_an_empty_form_and_an_empty_form_writes_none():
+    assert form_of(SPEC) == SearchForm()
+    assert sweep_of(with_search(SWEPT, SearchForm())) is None
+    # Turned on but naming no field: still no search.
+    assert sweep_of(with_search(SWEPT, SearchForm(enabled=True, rows=(ParameterRow(),)))) is None
+
+
+def test_a_search_read_into_the_form_is_written_back_the_same():
+    form = form_of(SWEPT)
+    assert (form.enabled, form.method, form.num_trials, form.seed) == (True, "bayes", 3, 7)
+    assert (form.asha, form.grace_period, form.reduction_factor) == (True, 1, 2)
+    assert [(row.path, row.kind, row.values) for row in form.rows] == [
+        ("model.encoder.units", "values", "8, 16"),
+        ("model.encoder.cell", "values", "gru, lstm"),
+        ("train.learning_rate", "values", "0.001, 0.01, 0.1"),
+    ]
+    written = with_search(SWEPT, form)
+    assert sweep_of(written) == sweep_of(SWEPT)  # `metric`, which the form does not show, kept
+    assert {k: v for k, v in yaml.safe_load(written).items() if k != "sweep"} == {
+        k: v for k, v in yaml.safe_load(SWEPT).items() if k != "sweep"
+    }
+
+
+def test_ranges_are_evenly_spaced_values_whole_when_both_ends_are():
+    assert range_values(8, 64, 3) == [8, 36, 64]
+    assert range_values(1, 3, 5) == [1, 2, 3]  # 1, 1.5, 2, 2.5, 3 rounded, repeats dropped
+    assert range_values(0.0, 0.5, 3) == pytest.approx([0.0, 0.25, 0.5], abs=1e-12)
+    # Log: evenly spaced exponents, 10^-4 … 10^-1; six significant digits kept.
+    log = range_values(1e-4, 1e-1, 4, log=True)
+    assert log == pytest.approx([1e-4, 1e-3, 1e-2, 1e-1], rel=1e-6)
+    assert range_values(16, 256, 5, log=True) == [16, 32, 64, 128, 256]
+    for low, high, count, log, message in (
+        (0.1, 0.01, 3, False, "low must be below high"),
+        (0, 1, 3, True, "a log range needs low above 0"),
+        (1, 2, 1, False, "count: expected 2 to"),
+        (float("nan"), 2, 3, False, "must be numbers"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            range_values(low, high, count, log=log)
+
+
+def test_a_form_with_ranges_writes_a_spec_the_queue_takes():
+    form = SearchForm(
+        enabled=True,
+        method="random",
+        num_trials=4,
+        seed=3,
+        asha=True,
+        grace_period=1,
+        reduction_factor=3,
+        rows=(
+            ParameterRow("train.learning_rate", "log range", low=1e-3, high=1e-1, count=3),
+            ParameterRow("model.encoder.units", "linear range", low=4, high=12, count=3),
+            ParameterRow("model.encoder.cell", "values", "gru, lstm"),
+            ParameterRow(),
+        ),
+    )
+    text = with_search(SPEC, form)
+    sweep = sweep_of(text)
+    assert sweep == {
+        "method": "random",
+        "num_trials": 4,
+        "seed": 3,
+        "parameters": {
+            "train.learning_rate": pytest.approx([1e-3, 1e-2, 1e-1], rel=1e-6),
+            "model.encoder.units": [4, 8, 12],
+            "model.encoder.cell": ["gru", "lstm"],
+        },
+        "scheduler": {"type": "asha", "grace_period": 1, "reduction_factor": 3},
+    }
+    assert build.check(text).problems == []
+    assert form_of(text).rows[1] == ParameterRow("model.encoder.units", "values", "4, 8, 12")
+
+
+def test_the_form_is_refilled_from_the_spec_only_when_it_says_something_else():
+    ranged = SearchForm(
+        enabled=True,
+        rows=(ParameterRow("model.encoder.units", "linear range", low=4, high=12, count=3),),
+    )
+    text = with_search(SPEC, ranged)
+    kept = read_search(text, ranged)  # the form wrote this spec: it stays a range
+    assert kept.shown and kept.form.rows == (
+        ParameterRow("model.encoder.units", "values", "4, 8, 12"),
+    )
+    assert "train.learning_rate" in kept.paths
+    assert not read_search(SWEPT, ranged).shown  # another search typed in the YAML
+    assert read_search(SPEC, SearchForm()).shown  # no search, none in the form
+    # A form that is no search yet (its ends the wrong way round) gives way to the spec's.
+    wrong = SearchForm(
+        enabled=True, rows=(ParameterRow("train.epochs", "linear range", low=3, high=1, count=2),)
+    )
+    assert not read_search(text, wrong).shown
+    with pytest.raises(AppError, match="fix it in the editor first"):
+        read_search("task: [", ranged)
+
+
+def test_a_bad_row_or_setting_is_named_and_the_spec_is_not_written():
+    def refused(form: SearchForm, match: str) -> None:
+        with pytest.raises(AppError, match=match):
+            with_search(SPEC, form)
+
+    row = ParameterRow("train.learning_rate", "log range", low=0.1, high=0.01, count=3)
+    refused(
+        SearchForm(enabled=True, rows=(ParameterRow("model.encoder.units", "values", "8"), row)),
+        r"^Search parameter 2 \(`train.learning_rate`\): low must be below high",
+    )
+    refused(
+        SearchForm(enabled=True, rows=(ParameterRow("train.epochs", "values", ""),)),
+        r"^Search parameter 1 \(`train.epochs`\): give its values",
+    )
+    refused(
+        SearchForm(enabled=True, rows=(ParameterRow("train.epochs", "values", "[1, 2], 3"),)),
+        r"each value must be one value",
+    )
+    refused(
+        SearchForm(enabled=True, rows=(ParameterRow("train.epochs", "linear range", low=1),)),
+        r"a range needs low, high and count",
+    )
+    refused(
+        SearchForm(
+            enabled=True, method="bayes", rows=(ParameterRow("train.epochs", "values", "1, 2"),)
+        ),
+        r"^Search trials: expected a whole number, got None",
+    )
+    refused(
+        SearchForm(
+            enabled=True,
+            asha=True,
+            reduction_factor=1,
+            rows=(ParameterRow("train.epochs", "values", "1, 2"),),
+        ),
+        r"^ASHA reduction factor: expected 2 to 100, got 1",
+    )
+
+
+def test_the_fields_offered_are_the_specs_and_a_graphs_block_parameters():
+    paths = sweepable_paths(SPEC)
+    assert {"train.learning_rate", "model.encoder.units", "model.encoder.cell"} <= set(paths)
+    assert "name" not in paths  # a search varies fields of the task, the model, the training
+    graph = build.preset_text("graph_attention_classifier")
+    assert {
+        "model.nodes.encoder.params.units",
+        "model.nodes.attention.params.num_heads",
+        "train.learning_rate",
+    } <= set(sweepable_paths(graph))

@@ -14,8 +14,9 @@ each parameter as its values.
 
 The form and the YAML follow each other: `form_of(text)` reads the spec's search into the
 form, `with_search(text, form)` writes the form into the spec (the other sections untouched;
-the sweep's `metric` and `mode`, which the form does not show, kept). Nothing here imports
-Gradio.
+the sweep's `metric` and `mode`, which the form does not show, kept, and so are parameters
+past the form's rows). Values are read as the spec reads them (`1e-3` is a number). Nothing
+here imports Gradio.
 """
 
 from __future__ import annotations
@@ -144,17 +145,23 @@ def form_of(text: str) -> SearchForm:
     return _form_of(_document(text))
 
 
+def _parameters(sweep: Any) -> dict[str, Any]:
+    """A sweep section's parameters (empty when it has none, or none that can be read)."""
+    parameters = sweep.get("parameters") if isinstance(sweep, Mapping) else None
+    return dict(parameters) if isinstance(parameters, Mapping) else {}
+
+
 def _form_of(document: Mapping[str, Any]) -> SearchForm:
+    """The form of a parsed spec. Only the first `MAX_ROWS` parameters have rows; the others
+    stay in the YAML (`_searched` keeps them)."""
     sweep = document.get("sweep")
     if not isinstance(sweep, Mapping):
         return SearchForm()
-    parameters = sweep.get("parameters")
     rows = []
-    if isinstance(parameters, Mapping):
-        for path, values in parameters.items():
-            listed = values if isinstance(values, list) else [values]
-            text_values = ", ".join(_scalar_text(value).strip() for value in listed)
-            rows.append(ParameterRow(path=str(path), values=text_values))
+    for path, values in list(_parameters(sweep).items())[:MAX_ROWS]:
+        listed = values if isinstance(values, list) else [values]
+        text_values = ", ".join(_scalar_text(value).strip() for value in listed)
+        rows.append(ParameterRow(path=str(path), values=text_values))
     scheduler = sweep.get("scheduler")
     asha = isinstance(scheduler, Mapping) and scheduler.get("type", "asha") == "asha"
     scheduler = scheduler if asha else {}
@@ -227,7 +234,7 @@ def _row_values(row: ParameterRow, number: int) -> list[Any]:
         if row.kind == "values":
             if not str(row.values or "").strip():
                 raise ValueError("give its values, comma-separated (e.g. 16, 32, 64)")
-            values = yaml.safe_load(f"[{row.values}]")
+            values = parse_yaml(f"[{row.values}]")  # as the spec reads them: 1e-3 a number
             if len(values) > MAX_SWEEP_TRIALS:
                 raise ValueError(f"more than {MAX_SWEEP_TRIALS:,} values")
             if any(isinstance(value, (list, dict)) for value in values):
@@ -243,7 +250,7 @@ def _row_values(row: ParameterRow, number: int) -> list[Any]:
         return range_values(
             float(row.low), float(row.high), int(count), log=row.kind == "log range"
         )
-    except (ValueError, TypeError, yaml.YAMLError) as error:
+    except (ValueError, TypeError, SpecError) as error:
         raise AppError(f"{where}: {str(error).splitlines()[0]}") from None
 
 
@@ -271,6 +278,9 @@ def _searched(document: dict[str, Any], form: SearchForm) -> dict[str, Any]:
     for number, row in enumerate(form.rows, start=1):
         if row.path and row.path.strip():
             parameters[row.path.strip()] = _row_values(row, number)
+    # Parameters past the form's rows (a search typed in the YAML may have more) stay.
+    for path, values in list(_parameters(old).items())[MAX_ROWS:]:
+        parameters.setdefault(path, values)
     sweep: dict[str, Any] = {"method": form.method}
     if form.method != "grid":
         sweep["num_trials"] = _whole(form.num_trials, "Search trials", 1, MAX_SWEEP_TRIALS)
@@ -303,7 +313,7 @@ def _whole(value: Any, field: str, low: int, high: int | None) -> int:
 
 def rows_of(form: SearchForm) -> list[ParameterRow]:
     """The form's rows padded with empty ones to `MAX_ROWS` (what the tab lays out)."""
-    rows = list(form.rows[:MAX_ROWS])
+    rows = list(form.rows)
     return rows + [ParameterRow()] * (MAX_ROWS - len(rows))
 
 

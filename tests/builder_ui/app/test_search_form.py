@@ -75,6 +75,40 @@ def test_a_search_read_into_the_form_is_written_back_the_same():
     }
 
 
+def test_values_are_read_as_the_spec_reads_them_and_parameters_past_the_rows_stay():
+    form = SearchForm(
+        enabled=True, rows=(ParameterRow("train.learning_rate", "values", "1e-3, 1.0e-2"),)
+    )
+    assert sweep_of(with_search(SPEC, form))["parameters"] == {"train.learning_rate": [1e-3, 1e-2]}
+    five = (
+        SPEC
+        + "sweep:\n  parameters:\n"
+        + "".join(
+            f"    {path}: [{values}]\n"
+            for path, values in (
+                ("model.encoder.units", "8, 16"),
+                ("model.encoder.cell", "gru, lstm"),
+                ("train.learning_rate", "0.01, 0.1"),
+                ("train.batch_size", "16, 32"),
+                ("train.epochs", "1, 2"),
+            )
+        )
+    )
+    shown = form_of(five)
+    assert [row.path for row in shown.rows] == [
+        "model.encoder.units",
+        "model.encoder.cell",
+        "train.learning_rate",
+        "train.batch_size",
+    ]
+    # A row edited in the form: the fifth parameter, which has no row, is kept.
+    edited = SearchForm(
+        enabled=True, rows=(ParameterRow("model.encoder.units", "values", "4"), *shown.rows[1:])
+    )
+    parameters = sweep_of(with_search(five, edited))["parameters"]
+    assert parameters["model.encoder.units"] == [4] and parameters["train.epochs"] == [1, 2]
+
+
 def test_ranges_are_evenly_spaced_values_whole_when_both_ends_are():
     assert range_values(8, 64, 3) == [8, 36, 64]
     assert range_values(1, 3, 5) == [1, 2, 3]  # 1, 1.5, 2, 2.5, 3 rounded, repeats dropped

@@ -37,7 +37,6 @@ interrupted run can be continued with `keras-seq resume`).
 from __future__ import annotations
 
 import argparse
-import datetime
 import ipaddress
 import json
 import os
@@ -605,7 +604,15 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="compare these runs: the spec fields that differ, metrics, time, device",
     )
-    parser.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
+    parser.add_argument(
+        "--columns",
+        metavar="COLS",
+        help="the columns to print, comma-separated (full paths such as model.encoder.units, "
+        "or `all`); default: those the app's Compare tab shows, the ones that differ",
+    )
+    parser.add_argument(
+        "--csv", type=Path, metavar="FILE", help="also write the table as CSV (every column)"
+    )
     parser.add_argument(
         "--report",
         type=Path,
@@ -656,19 +663,18 @@ def _run_runs(args: argparse.Namespace) -> int:
             except KeyError as error:
                 raise InputError(str(error.args[0])) from None
         else:
-            records = store.list_runs(
-                status=args.status,
-                sweep_id=args.sweep,
-                tag=args.tag,
-                archived=None if args.archived else False,
-            )
-            table = runs_table(records, store.epoch_counts())
+            # The table of the app's Compare tab, oldest first: the same columns.
+            where = {"status": args.status, "sweep_id": args.sweep, "tag": args.tag}
+            where = {key: value for key, value in where.items() if value is not None}
+            if not args.archived:
+                where["archived"] = False
+            table = compare.compare(store, where=where, annotations=True)
             for problem in store.unreadable_runs():  # left out of the table
                 print(f"{PROG} runs: warning: {problem}", file=sys.stderr)
     if table.empty:
         print("No runs match.")
     else:
-        print(_table_text(table))
+        print(_table_text(*_columns_shown(table, args.columns)))
     if args.csv is not None:
         path = compare.to_csv(table, args.csv)
         print(f"wrote {path}", file=sys.stderr)
@@ -766,67 +772,46 @@ def _confirm_delete(record, confirmed: bool) -> None:
         raise InputError(f"--delete {record.id}: not confirmed; nothing deleted")
 
 
-def runs_table(records, epochs_run=None):
-    """One row per run: id, name, status, ★, tags, sweep, created, epochs, final metrics, ...
+def _columns_shown(table, asked: str | None):
+    """The table with the columns to print, under short headers, and their legend.
 
-    ... then parameters, time and device. `★` holds a star for a starred run.
+    `asked`: None for the columns the app's Compare tab shows by default
+    (`compare.default_columns`: those that differ among the runs, read by the main metric),
+    `all`, or comma-separated full paths (`id` always first).
 
-    `epochs_run` is the epochs each run recorded (`RunStore.epoch_counts`; default: the
-    length of each record's loaded history) and `epochs_planned` the spec's
-    `train.epochs`. The final metrics are measured on the validation split, so they are
-    named `val_accuracy`, `val_loss`, ... (`builder_ui.results.compare.metric_column`).
+    Raises:
+        InputError: a column asked for that the table does not have, listing those it has.
     """
+    # Loaded when the command runs: `keras-seq --help` imports no pandas or pydantic.
+    from builder_ui.results import compare
 
-    # pandas loads when a table is made, not on import.
-    import pandas as pd
-
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.results.compare import metric_column
-
-    metric_names: list[str] = []
-    for record in records:
-        metric_names += [name for name in record.metrics if name not in metric_names]
-    rows = []
-    for record in records:
-        created = datetime.datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M")
-        row = {
-            "id": record.id,
-            "name": record.name,
-            "status": record.status,
-            "★": "★" if record.starred else "",
-            "tags": ",".join(record.tags),
-            "sweep": record.sweep_id,
-            "created": created,
-            "epochs_run": (
-                record.epochs_done if epochs_run is None else epochs_run.get(record.id, 0)
-            ),
-            "epochs_planned": record.spec.get("train", {}).get("epochs"),
-        }
-        for name in metric_names:
-            value = record.metrics.get(name)
-            row[metric_column(name)] = float("nan") if value is None else value
-        row.update(
-            params=record.params,
-            wall_time=record.wall_time,
-            examples_per_sec=record.examples_per_sec,
-            device=record.device,
-        )
-        rows.append(row)
-    columns = ["id", "name", "status", "★", "tags", "sweep", "created", "epochs_run"]
-    columns += ["epochs_planned"]
-    columns += [metric_column(name) for name in metric_names]
-    columns += ["params", "wall_time", "examples_per_sec", "device"]
-    return pd.DataFrame(rows, columns=columns)
+    if asked is None:
+        columns = compare.default_columns(table, compare.default_metric(table))
+    elif asked.strip() == "all":
+        columns = list(table.columns)
+    else:
+        columns = [name.strip() for name in asked.split(",") if name.strip()]
+        unknown = [name for name in columns if name not in table.columns]
+        if unknown:
+            raise InputError(
+                f"--columns: no column {unknown[0]!r} in this table; its columns: "
+                + ", ".join(table.columns)
+            )
+        columns = ["id", *[name for name in columns if name != "id"]]
+    headers = compare.short_headers(columns)
+    legend = " · ".join(f"{head} = {column}" for column, head in headers.items() if head != column)
+    return table[columns].rename(columns=headers), legend
 
 
-def _table_text(table) -> str:
+def _table_text(table, legend: str = "") -> str:
     # pandas loads when a table is made, not on import.
     import pandas as pd
 
     with pd.option_context(
         "display.max_columns", None, "display.width", 250, "display.max_colwidth", 48
     ):
-        return table.to_string(index=False, float_format=lambda value: f"{value:.4g}")
+        text = table.to_string(index=False, float_format=lambda value: f"{value:.4g}")
+    return f"{text}\n\ncolumns: {legend}" if legend else text
 
 
 # --- keras-seq export -----------------------------------------------------------------------------

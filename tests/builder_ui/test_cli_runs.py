@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from builder_ui import cli
+from builder_ui.app.actions import AppContext, results_view
 from builder_ui.engine.store import STATUSES, RunStore
 from tests.app.compare_runs import full_spec, record_runs
 
@@ -62,3 +63,29 @@ def test_runs_status_filter_offers_every_status_the_store_can_hold():
     # cli writes the statuses out so that `keras-seq --help` loads no engine; a status added
     # to the store without it would be refused by `--status`.
     assert cli.RUN_STATUSES == STATUSES
+
+
+def test_runs_prints_the_columns_the_compare_tab_shows_and_any_other_on_request(
+    runs, tmp_path, capsys
+):
+    directory, _ = runs
+    ctx = AppContext(directory, slots=["cpu"])
+    try:
+        shown = results_view(ctx)
+    finally:
+        ctx.close()
+    assert cli.main(["runs", "--runs", str(directory)]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0].split()
+    assert set(header) == set(shown.table.columns)  # the app's short headers, every one
+    # A shortened header is spelled out under the table, as under the app's.
+    for column, head in zip(shown.shown, shown.table.columns, strict=True):
+        if head != column:
+            assert f"{head} = {column}" in out
+    # Any other column on request, the id first; every one with `all`.
+    assert cli.main(["runs", "--runs", str(directory), "--columns", "train.learning_rate"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["id", "learning_rate"]
+    assert cli.main(["runs", "--runs", str(directory), "--columns", "all"]) == 0
+    assert "best_val_loss_epoch" in capsys.readouterr().out.splitlines()[0]
+    assert cli.main(["runs", "--runs", str(directory), "--columns", "id,nope"]) == 2
+    assert "--columns: no column 'nope' in this table; its columns: id" in capsys.readouterr().err

@@ -92,7 +92,8 @@ def test_a_bayes_search_queues_each_trial_as_the_one_before_ends(ctx):
     assert len(chosen) == 3  # three distinct combinations
     for earlier, later in itertools.pairwise(records):
         assert later.created >= earlier.finished  # chosen once the one before had ended
-    assert all([row.epoch for row in r.history] == [1, 2] for r in records)
+    histories = [[row.epoch for row in r.history] for r in records]
+    assert histories == [[1, 2]] * 3, histories
     line = actions.progress_html(ctx, records[-1].id)
     assert f"search {sweep_id}: 3 of 3 trials chosen" in line
 

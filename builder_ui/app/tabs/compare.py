@@ -300,10 +300,6 @@ def compare_tab(
     `root` is the page (its load reads a view from the URL) and `tabs` the tab bar (a link
     with a view opens this tab); the page has its other tabs run `LEAVE_JS`.
     """
-    # What the controls offer before the tab is first opened. The tab refreshes itself as it
-    # opens (`tab.select`), so its table and run menu start empty: the rows read when the app
-    # started are stale by then, and drawing them first doubled the table's drawing on opening
-    # (and put every run's label into every page's config).
     first = actions.results_view(ctx)
     with gr.Row(equal_height=True):
         query = gr.Textbox(
@@ -365,7 +361,7 @@ def compare_tab(
         )
     picked = gr.State(None)  # the columns a person picked, or None for the defaults
     table = gr.Dataframe(
-        value=first.table.iloc[:0],
+        value=first.table,
         label=(
             "Runs (click a header to sort every run, a row for its spec and curves; hover a "
             "header for its full path)"
@@ -424,7 +420,7 @@ def compare_tab(
             interactive=False,
             height=90,
         )
-    legend = gr.Markdown("Reading the runs…", elem_id="results-legend")
+    legend = gr.Markdown(first.legend, elem_id="results-legend")
     with (
         gr.Accordion("Columns: pick any other", open=False, elem_id="results-columns-panel"),
         gr.Row(equal_height=True),
@@ -463,7 +459,7 @@ def compare_tab(
         spec_code = gr.Code(language="yaml", interactive=False, elem_id="results-spec")
     with gr.Row(equal_height=True):
         runs = gr.Dropdown(
-            choices=[],
+            choices=actions.run_choices(ctx),
             multiselect=True,
             label="Runs to compare",
             allow_custom_value=True,

@@ -231,6 +231,16 @@ sweep:
 """
 
 
+def paste_spec(page, text: str) -> None:
+    """Replace the Build tab's YAML with `text`, as pasted, and wait for it to be valid."""
+    from playwright.sync_api import expect
+
+    page.locator("#spec-yaml .cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+
+
 def test_a_tpe_search_with_asha_queued_from_the_train_tab_shows_its_pruned_trials(
     open_train, server
 ):
@@ -240,11 +250,7 @@ def test_a_tpe_search_with_asha_queued_from_the_train_tab_shows_its_pruned_trial
 
     watched = open_train()
     page = watched.page
-    editor = page.locator("#spec-yaml .cm-content")
-    editor.click()
-    page.keyboard.press("Control+a")
-    page.keyboard.insert_text(SEARCH_YAML)  # as pasted
-    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+    paste_spec(page, SEARCH_YAML)
 
     page.get_by_role("tab", name="Train").click()
     message = page.locator("#train-message")
@@ -294,11 +300,7 @@ def test_the_search_form_and_the_yaml_follow_each_other(open_train):
 
     watched = open_train()
     page = watched.page
-    editor = page.locator("#spec-yaml .cm-content")
-    editor.click()
-    page.keyboard.press("Control+a")
-    page.keyboard.insert_text(SEARCH_YAML)  # as pasted
-    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+    paste_spec(page, SEARCH_YAML)
     page.get_by_role("tab", name="Train").click()
     page.locator("#search-form").get_by_text("Search: try several values").click()
     expect(page.locator("#search-on input")).to_be_checked()

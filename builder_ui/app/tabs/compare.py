@@ -385,7 +385,8 @@ def compare_tab(
     # Hidden: each refresh writes the view's query parameters here, and URL_JS into the URL.
     url_view = gr.Textbox(elem_id="results-url-view", show_label=False, container=False)
     # Hidden: TABLE_JS writes the runs a brush on the parallel coordinates keeps here.
-    brush = gr.Textbox(elem_id="results-brush", show_label=False, container=False)
+    # Its value "" (no brush) is also the default an API call of `/results` may leave out.
+    brush = gr.Textbox(value="", elem_id="results-brush", show_label=False, container=False)
     with gr.Row(equal_height=False):
         page = gr.Number(
             value=1,

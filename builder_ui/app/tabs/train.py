@@ -35,7 +35,7 @@ from typing import Any
 import gradio as gr
 
 from builder_ui.app import actions
-from builder_ui.app.tabs.search_form import search_form
+from builder_ui.app.search_panel import search_form
 from builder_ui.specs import SpecError
 
 # The stream reads the store at most this often, however fast batches come.

@@ -8,7 +8,8 @@ already says the same (so a range typed in the form stays a range). A form that 
 search (a range with its ends the wrong way round) says why under it and leaves the spec as
 it was. "Queue the spec from the Build tab" then queues the search.
 
-Layout and wiring only.
+Layout and wiring only, for the Train tab to place (a module of its own beside the tabs, which
+do not import each other).
 """
 
 from __future__ import annotations

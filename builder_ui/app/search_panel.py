@@ -80,7 +80,6 @@ def search_form(spec_code: gr.Code) -> None:
         message = gr.Markdown(elem_id="search-message")
     settings = [enabled, method, trials, seed, asha, grace, reduction]
     controls = [*settings, *row_fields]
-    paths = row_fields[0 :: len(row_fields) // forms.MAX_ROWS]
 
     def form_of_controls(values: list[Any]) -> forms.SearchForm:
         return forms.form_from_fields(*values[: len(settings)], values[len(settings) :])
@@ -99,13 +98,13 @@ def search_form(spec_code: gr.Code) -> None:
         except actions.REFUSED:  # a YAML being typed: the form waits for one that parses
             return [gr.skip()] * (len(controls) + 1)
         found = read.form
-        choices = [gr.update(choices=read.paths) for _ in paths]
-        if read.shown:
-            return [*[gr.skip()] * len(settings), *_with_choices(row_fields, paths, choices), ""]
+        if read.shown:  # only each field menu's choices, which follow the spec
+            menus = [gr.update(choices=read.paths)] + [gr.skip()] * (forms.ROW_FIELDS - 1)
+            return [*[gr.skip()] * len(settings), *menus * forms.MAX_ROWS, ""]
         updates = [found.enabled, found.method, found.num_trials, found.seed, found.asha]
         updates += [found.grace_period, found.reduction_factor]
-        for row, choice in zip(forms.rows_of(found), choices, strict=True):
-            updates += [gr.update(value=row.path or None, choices=choice["choices"]), row.kind]
+        for row in forms.rows_of(found):
+            updates += [gr.update(value=row.path or None, choices=read.paths), row.kind]
             updates += [row.values, row.low, row.high, row.count]
         return [*updates, ""]
 
@@ -127,11 +126,3 @@ def search_form(spec_code: gr.Code) -> None:
         api_name="search_form_of_spec",
         show_progress="hidden",
     )
-
-
-def _with_choices(row_fields: list[Any], paths: list[Any], choices: list[Any]) -> list:
-    """Updates of the rows' controls that only refresh each field menu's choices."""
-    updates = []
-    for control in row_fields:
-        updates.append(choices[paths.index(control)] if control in paths else gr.skip())
-    return updates

@@ -38,6 +38,7 @@ from builder_ui.specs.sweep import SWEEPABLE_SECTIONS
 METHODS = ("grid", "random", "bayes")
 KINDS = ("values", "linear range", "log range")
 MAX_ROWS = 4
+ROW_FIELDS = 6  # a row's controls: path, kind, values, low, high, count (`ParameterRow`'s order)
 # Field kinds a search can vary (a block turned on or off is a `toggle`: not a value).
 SWEEPABLE_KINDS = ("int", "float", "bool", "choice", "text")
 
@@ -327,9 +328,11 @@ def form_from_fields(
     reduction_factor: Any,
     row_fields: Sequence[Any],
 ) -> SearchForm:
-    """The form from the tab's controls: the settings, then each row's six fields in order
-    (path, kind, values, low, high, count)."""
-    rows = tuple(ParameterRow(*(row_fields[i : i + 6])) for i in range(0, len(row_fields), 6))
+    """The form from the tab's controls: the settings, then each row's `ROW_FIELDS` fields in
+    order (path, kind, values, low, high, count)."""
+    rows = tuple(
+        ParameterRow(*row_fields[i : i + ROW_FIELDS]) for i in range(0, len(row_fields), ROW_FIELDS)
+    )
     return SearchForm(
         bool(enabled),
         method or "grid",

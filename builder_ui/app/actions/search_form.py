@@ -12,11 +12,11 @@ from 1e-4 to 1e-1 is searched), whole numbers when both ends are. A range goes i
 the list of its values, so the spec says exactly what will train, and a spec read back gives
 each parameter as its values.
 
-The form and the YAML follow each other: `form_of(text)` reads the spec's search into the
-form, `with_search(text, form)` writes the form into the spec (the other sections untouched;
-the sweep's `metric` and `mode`, which the form does not show, kept, and so are parameters
-past the form's rows). Values are read as the spec reads them (`1e-3` is a number). Nothing
-here imports Gradio.
+The form and the YAML follow each other: `read_search(text, form)` reads the spec's search
+into the form (and says whether the form shows it already), `with_search(text, form)` writes
+the form into the spec (the other sections untouched; the sweep's `metric` and `mode`, which
+the form does not show, kept, and so are parameters past the form's rows). Values are read as
+the spec reads them (`1e-3` is a number). Nothing here imports Gradio.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ class SpecSearch:
 
     Attributes:
         form: The spec's search as the form.
-        paths: The fields a search of it may vary (`sweepable_paths`).
+        paths: The fields a search of it may vary: the form's fields, and each graph block's
+            parameters (`model.nodes.<id>.params.<name>`).
         shown: Whether the form as it is already says the same (then it is left as it is,
             so a range typed in it stays a range).
     """
@@ -135,15 +136,6 @@ def read_search(text: str, current: SearchForm | None = None) -> SpecSearch:
         except AppError:  # the form is not a search yet: the spec's is shown
             shown = False
     return SpecSearch(form, _paths(document), shown)
-
-
-def form_of(text: str) -> SearchForm:
-    """The spec's `sweep:` section as the form (disabled when there is none).
-
-    Raises:
-        AppError: the YAML does not parse.
-    """
-    return _form_of(_document(text))
 
 
 def _parameters(sweep: Any) -> dict[str, Any]:
@@ -176,16 +168,6 @@ def _form_of(document: Mapping[str, Any]) -> SearchForm:
         reduction_factor=scheduler.get("reduction_factor", 3),
         rows=tuple(rows),
     )
-
-
-def sweepable_paths(text: str) -> list[str]:
-    """The fields a search of this spec may vary: the form's fields, and each graph block's
-    parameters (`model.nodes.<id>.params.<name>`), in the spec's order.
-
-    Raises:
-        AppError: the YAML does not parse.
-    """
-    return _paths(_document(text))
 
 
 def _paths(document: Mapping[str, Any]) -> list[str]:

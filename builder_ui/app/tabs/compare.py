@@ -160,7 +160,10 @@ if (!window.ksParcoordsBrush) {
       if (trace) send(kept(trace));
     });
   };
-  new MutationObserver(watch).observe(document.body, {subtree: true, childList: true});
+  // The chart's own box (drawn with this tab), not the page: the Train tab's pushed progress
+  // would wake a page-wide observer at every batch.
+  const chartBox = document.getElementById('hparams-plot') || document.body;
+  new MutationObserver(watch).observe(chartBox, {subtree: true, childList: true});
   watch();
 }
 """

@@ -13,10 +13,8 @@ from builder_ui.app.actions import build
 from builder_ui.app.actions.search_form import (
     ParameterRow,
     SearchForm,
-    form_of,
     range_values,
     read_search,
-    sweepable_paths,
     with_search,
 )
 from builder_ui.app.context import AppError
@@ -53,14 +51,14 @@ def sweep_of(text: str):
 
 
 def test_a_spec_without_a_search_is_an_empty_form_and_an_empty_form_writes_none():
-    assert form_of(SPEC) == SearchForm()
+    assert read_search(SPEC).form == SearchForm()
     assert sweep_of(with_search(SWEPT, SearchForm())) is None
     # Turned on but naming no field: still no search.
     assert sweep_of(with_search(SWEPT, SearchForm(enabled=True, rows=(ParameterRow(),)))) is None
 
 
 def test_a_search_read_into_the_form_is_written_back_the_same():
-    form = form_of(SWEPT)
+    form = read_search(SWEPT).form
     assert (form.enabled, form.method, form.num_trials, form.seed) == (True, "bayes", 3, 7)
     assert (form.asha, form.grace_period, form.reduction_factor) == (True, 1, 2)
     assert [(row.path, row.kind, row.values) for row in form.rows] == [
@@ -94,7 +92,7 @@ def test_values_are_read_as_the_spec_reads_them_and_parameters_past_the_rows_sta
             )
         )
     )
-    shown = form_of(five)
+    shown = read_search(five).form
     assert [row.path for row in shown.rows] == [
         "model.encoder.units",
         "model.encoder.cell",
@@ -157,7 +155,8 @@ def test_a_form_with_ranges_writes_a_spec_the_queue_takes():
         "scheduler": {"type": "asha", "grace_period": 1, "reduction_factor": 3},
     }
     assert build.check(text).problems == []
-    assert form_of(text).rows[1] == ParameterRow("model.encoder.units", "values", "4, 8, 12")
+    read_back = read_search(text).form.rows[1]
+    assert read_back == ParameterRow("model.encoder.units", "values", "4, 8, 12")
 
 
 def test_the_form_is_refilled_from_the_spec_only_when_it_says_something_else():
@@ -222,7 +221,7 @@ def test_a_bad_row_or_setting_is_named_and_the_spec_is_not_written():
 
 
 def test_the_fields_offered_are_the_specs_and_a_graphs_block_parameters():
-    paths = sweepable_paths(SPEC)
+    paths = read_search(SPEC).paths
     assert {"train.learning_rate", "model.encoder.units", "model.encoder.cell"} <= set(paths)
     assert "name" not in paths  # a search varies fields of the task, the model, the training
     graph = build.preset_text("graph_attention_classifier")
@@ -230,4 +229,4 @@ def test_the_fields_offered_are_the_specs_and_a_graphs_block_parameters():
         "model.nodes.encoder.params.units",
         "model.nodes.attention.params.num_heads",
         "train.learning_rate",
-    } <= set(sweepable_paths(graph))
+    } <= set(read_search(graph).paths)

@@ -7,6 +7,7 @@
 #                                  the browser tests included) run, one pytest run per backend
 #   make test-under-load           the same with a busy loop on every core
 #   make app ARGS="--port 7871"    start the Gradio builder app (options go to `keras-seq ui`)
+#   make canvas                    rebuild the graph canvas's script from its source (Node, npm)
 #   make docs                      build the documentation site into site/ (warnings are errors)
 #
 # Every target that needs the project depends on the install stamp, so a fresh clone with only
@@ -31,7 +32,7 @@ CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help venv browser app docs check test test-large test-under-load lint format bench clean
-.PHONY: distclean bench-app bench-graph durations
+.PHONY: distclean bench-app bench-graph durations canvas js-test canvas-fresh
 
 help: ## Show this help.
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) \
@@ -53,6 +54,30 @@ browser: ## Install Debian's Chromium for the browser tests if it is missing.
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 	@[ -x $(CHROMIUM) ] && echo "browser: $$($(CHROMIUM) --version 2>/dev/null)"
 
+# The Build tab's canvas is Svelte Flow, built by vite into one script that the package ships
+# (builder_ui/app/canvas/static/graph_canvas.js, committed: `make app` and a wheel need no Node).
+# `npm ci` installs exactly what package-lock.json holds, again only when the lockfile changes.
+CANVAS := builder_ui/app/canvas/frontend
+NODE_MODULES := $(CANVAS)/node_modules/.package-lock.json
+
+$(NODE_MODULES): $(CANVAS)/package-lock.json
+	npm ci --prefix $(CANVAS) --no-audit --no-fund
+	touch $@
+
+canvas: $(NODE_MODULES) ## Rebuild the graph canvas's script from builder_ui/app/canvas/frontend.
+	npm run --prefix $(CANVAS) build
+
+js-test: $(NODE_MODULES) ## The canvas's JavaScript unit tests (node --test).
+	npm test --prefix $(CANVAS)
+
+# The committed script is what its source builds: built again into a scratch folder, compared.
+canvas-fresh: $(NODE_MODULES)
+	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+		(cd $(CANVAS) && npx vite build --logLevel error --outDir "$$out" >/dev/null); \
+		cmp -s "$$out/graph_canvas.js" $(CANVAS)/../static/graph_canvas.js || \
+		{ echo "builder_ui/app/canvas/static/graph_canvas.js is not what its source builds: run make canvas"; exit 1; }
+	@echo "canvas-fresh: the committed canvas script matches its source"
+
 app: $(STAMP) ## Start the builder app; pass options with ARGS="--port 7871".
 	$(BIN)/keras-seq ui $(ARGS)
 
@@ -64,7 +89,7 @@ docs: $(STAMP) ## Build the documentation site into site/ (warnings are errors).
 # The fast tier: what you run while working and before you stop. Every test not marked `large`
 # (tests/conftest.py fails a test that should be): on TensorFlow, and the backend-agnostic ones
 # under JAX and PyTorch.
-check: lint ## Lint, format check and the fast tests (not `large`) on the three backends.
+check: lint js-test ## Lint, format check, the canvas's JS tests and the fast tests (not `large`) on the three backends.
 	KERAS_BACKEND=tensorflow $(PYTEST) -m "not large"
 	KERAS_BACKEND=jax $(PYTEST) -m "backend_agnostic and not large"
 	KERAS_BACKEND=torch $(PYTEST) -m "backend_agnostic and not large"
@@ -81,7 +106,7 @@ test-large: $(STAMP) browser ## The `large` tests alone, on the three backends.
 # test: tests/docs/test_site.py builds the site once and reads the pages it promises. Started
 # in the background (`make test &`), the suite inherits SIGINT ignored; tests/conftest.py
 # takes it back, so the Ctrl-C tests see what a terminal gives.
-test: lint browser ## Lint, every test on TensorFlow, the backend-agnostic ones on JAX and PyTorch: CI.
+test: lint js-test canvas-fresh browser ## Lint, the canvas's JS tests, every test on TensorFlow, the backend-agnostic ones on JAX and PyTorch: CI.
 	KERAS_BACKEND=tensorflow KERAS_SEQ_CHROMIUM=$(CHROMIUM) $(PYTEST)
 	KERAS_BACKEND=jax $(PYTEST) -m backend_agnostic
 	KERAS_BACKEND=torch $(PYTEST) -m backend_agnostic

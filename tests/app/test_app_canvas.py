@@ -128,8 +128,8 @@ def drop_block(page, block: str, x: float, y: float) -> None:
 
 def wire(page, source: str, target: str, name: str = "x") -> None:
     """Drag from a block's output dot to another block's input port."""
-    out = canvas(page).locator(f'.ksg-out[data-node="{source}"] circle')
-    mouse_drag(page, centre(out), centre(port(page, target, name).locator("circle")))
+    out = canvas(page).locator(f'.ksg-out[data-node="{source}"]')
+    mouse_drag(page, centre(out), centre(port(page, target, name)))
     from playwright.sync_api import expect
 
     expect(edge(page, source, target, name)).to_have_count(1)
@@ -358,12 +358,12 @@ def test_the_same_graph_built_with_the_keyboard_alone(open_build):
     key_param(page, "rate", "0.1")
     expect(nodes(page)).to_have_count(6)
 
-    # Arrow keys move the focused block, in grid steps.
-    before = node(page, "dropout").get_attribute("transform")
+    # Arrow keys move the focused block, in grid steps: the spec's position follows.
+    before = node(page, "dropout").get_attribute("style")
     node(page, "dropout").focus()
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Shift+ArrowRight")
-    expect(node(page, "dropout")).not_to_have_attribute("transform", before)
+    expect(node(page, "dropout")).not_to_have_attribute("style", before)
 
     key_connect(page, "encoder", "dense")
     key_connect(page, "encoder", "add")
@@ -420,7 +420,7 @@ def test_a_preset_of_the_arc_opens_as_a_graph_of_its_own_layers(browser, server)
 
 
 LABEL_BOXES = """() => [...document.querySelectorAll('.ksg-edge-label')].map((label) => {
-    const box = label.getBBox();
+    const box = label.getBoundingClientRect();
     return [box.x, box.y, box.width, box.height, label.textContent];
 })"""
 

@@ -1,14 +1,17 @@
-"""The Build tab's graph canvas: plain JavaScript and CSS for a `gr.HTML`, shipped with the package.
+"""The Build tab's graph canvas: Svelte Flow, built into one script that ships with the package.
 
-`graph_canvas.js` (run as the component's `js_on_load`) draws the palette, the
-blocks, their ports and the edges in SVG and edits them with pointer events
-and the keyboard; `graph_canvas.css` styles it. Both are vendored here, read
-with `importlib.resources`, with no build step and nothing fetched at run time.
+`static/graph_canvas.js` is built from `frontend/` (Svelte 5 and `@xyflow/svelte`, with
+dagre for "Tidy", js-yaml for copy and paste, html-to-image for SVG and PNG export) by
+`make canvas`, over `frontend/package-lock.json`; it is committed, so neither `make app`
+nor a wheel needs Node. It runs as a `gr.HTML` component's `js_on_load`, styles included,
+with nothing fetched at run time. The logic under `frontend/src/logic/` (the graph model,
+undo, port checks, layout, clipboard, the answer protocol) has unit tests run by
+`make test` (`node --test`).
 
-The component's value is JSON: `{"nodes": [...], "report": {...}, "catalog":
-[...], "revision": n, "origin": "spec" | "canvas"}`. Python fills the report
-and the catalog (`builder_ui.app.actions.canvas`); the canvas sends back its
-nodes and revision with the custom event `EDIT_EVENT`.
+The component's value is JSON: `{"nodes": [...], "report": {...}, "catalog": [...],
+"revision": n, "origin": "spec" | "canvas" | "unreadable"}`. Python fills the report and
+the catalog (`builder_ui.app.actions.canvas`); the canvas sends back its nodes and revision
+with the custom event `EDIT_EVENT` (see `frontend/src/logic/sync.js`).
 """
 
 from __future__ import annotations
@@ -17,21 +20,23 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-EDIT_EVENT = "graph_edit"  # the event the canvas triggers, named in graph_canvas.js
+EDIT_EVENT = "graph_edit"  # the event the canvas triggers, named in `_START`
 # The component's own markup: the script fills it in. Static, so a new value never redraws it.
 HTML_TEMPLATE = '<div class="ksg-root" data-ready="false"></div>'
+_START = '\nKerasSeqCanvas.start({ element, props, trigger, watch }); // trigger("graph_edit")\n'
 
 
 @cache
-def _read(name: str) -> str:
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+def _script() -> str:
+    bundle = resources.files(__package__).joinpath("static", "graph_canvas.js")
+    return bundle.read_text(encoding="utf-8") + _START
 
 
 def html_kwargs() -> dict[str, Any]:
-    """The `gr.HTML` arguments that make it the canvas: template, CSS and script."""
+    """The `gr.HTML` arguments that make it the canvas: its template and its script."""
     return {
         "html_template": HTML_TEMPLATE,
-        "css_template": _read("graph_canvas.css"),
-        "js_on_load": _read("graph_canvas.js"),
+        "css_template": "",
+        "js_on_load": _script(),
         "apply_default_css": False,
     }

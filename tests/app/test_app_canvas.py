@@ -467,3 +467,133 @@ def test_a_seq2seq_preset_opens_as_an_encoder_graph_and_one_decoder_block(browse
         assert watched.problems() == []
     finally:
         context.close()
+
+
+def stage_point(page, fx: float, fy: float) -> tuple[float, float]:
+    """A point of the stage, as fractions of its width and height from its top-left corner."""
+    box = canvas(page).locator(".ksg-stage").bounding_box()
+    return box["x"] + fx * box["width"], box["y"] + fy * box["height"]
+
+
+def quick_add(page, text: str) -> None:
+    """Type into the open quick-add box and take the first match."""
+    from playwright.sync_api import expect
+
+    box = canvas(page).locator(".ksg-quick-input")
+    expect(box).to_be_focused()
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    expect(box).to_have_count(0)
+
+
+OVERLAPS = """() => {
+    const boxes = [...document.querySelectorAll('#graph-canvas .ksg-node')]
+        .map((node) => node.getBoundingClientRect());
+    let found = 0;
+    boxes.forEach((a, i) => boxes.slice(i + 1).forEach((b) => {
+        if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) found++;
+    }));
+    return found;
+}"""
+
+
+def test_the_node_editor_gestures_search_quick_add_wiring_hints_copy_paste_and_tidy(
+    open_build, browser
+):
+    """What every node editor has, on the canvas: the palette's search, quick-add from a
+    double-click and from a wire dropped on the stage, ports that say why a wire may not end
+    there, an edge clicked and deleted, blocks copied as YAML into a second tab, duplicate,
+    Tidy, zoom and an SVG export."""
+    from playwright.sync_api import expect
+
+    from tests.app.test_app_build_form import answer_dialogs
+
+    watched = open_build("editor-graph", keyboard=False)
+    page = watched.page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    yaml = page.locator("#spec-yaml")
+
+    # The palette's search: typing narrows it, Enter adds the first match.
+    search = canvas(page).locator(".ksg-search")
+    search.fill("layernorm")
+    expect(canvas(page).locator(".ksg-entry")).to_have_count(1)
+    search.press("Enter")
+    expect(node(page, "layer_normalization")).to_have_count(1)
+    search.fill("")
+
+    # Quick-add: double-click an empty spot of the stage, type, Enter.
+    page.mouse.dblclick(*stage_point(page, 0.08, 0.06))
+    quick_add(page, "dense")
+    expect(node(page, "dense")).to_have_count(1)
+    set_param(page, "units", "8")
+
+    # A wire dropped on the stage opens quick-add; the new block arrives wired.
+    out = canvas(page).locator('.ksg-out[data-node="encoder"]')
+    mouse_drag(page, centre(out), stage_point(page, 0.85, 0.1))
+    quick_add(page, "dropout")
+    expect(edge(page, "encoder", "dropout")).to_contain_text("(None, 16)")
+    expect(yaml).to_contain_text("layer: Dropout")
+
+    # While a wire is drawn from dropout, the head's port lights up; the encoder's says why not.
+    page.mouse.move(*centre(canvas(page).locator('.ksg-out[data-node="dropout"]')))
+    page.mouse.down()
+    page.mouse.move(*stage_point(page, 0.5, 0.5), steps=6)
+    expect(port(page, "head")).to_have_class(re.compile("ksg-ok"))
+    expect(port(page, "encoder")).to_have_class(re.compile("ksg-no"))
+    expect(port(page, "encoder")).to_have_attribute("title", re.compile("a loop"))
+    screenshot(page, "canvas-9-wiring-hints")
+    page.mouse.move(*centre(port(page, "head")), steps=6)
+    page.mouse.up()
+    expect(edge(page, "dropout", "head")).to_have_count(1)
+    expect(edge(page, "encoder", "head")).to_have_count(0)
+
+    # An edge clicked and Delete pressed is deleted; Ctrl+Z brings that edge back.
+    edge(page, "encoder", "dropout").click()
+    page.keyboard.press("Delete")
+    expect(edge(page, "encoder", "dropout")).to_have_count(0)
+    page.keyboard.press("Control+z")
+    expect(edge(page, "encoder", "dropout")).to_have_count(1)
+
+    # Two blocks selected (Ctrl+click) and copied; a second tab pastes them with their edge.
+    node(page, "encoder").click()
+    node(page, "dropout").click(modifiers=["Control"])
+    page.keyboard.press("Control+c")
+    expect(canvas(page).locator(".ksg-status")).to_contain_text("Copied 2 blocks")
+    second = page.context.new_page()
+    other = Watched(second)
+    second.goto(page.url)
+    second.wait_for_selector("#field-task-lag input")
+    answer_dialogs(second, accept=True)  # the tab opens on this session's graph: start anew
+    second.locator("#new-graph").click()
+    expect(nodes(second)).to_have_count(3)
+    canvas(second).locator(".ksg-stage").focus()
+    second.keyboard.press("Control+v")
+    expect(nodes(second)).to_have_count(5)
+    expect(edge(second, "encoder_2", "dropout")).to_have_count(1)
+    expect(edge(second, "sequence", "encoder_2")).to_have_count(1)  # its input is there too
+    expect(second.locator("#spec-yaml")).to_contain_text("encoder_2")
+    second.keyboard.press("Control+z")
+    expect(nodes(second)).to_have_count(3)
+    assert other.problems() == []
+    second.close()
+
+    # Duplicate, then Tidy: no block on another, and the spec holds every position.
+    page.bring_to_front()
+    node(page, "dense").click()
+    page.keyboard.press("Control+d")
+    expect(node(page, "dense_2")).to_have_count(1)
+    canvas(page).locator(".ksg-tidy").click()
+    expect(canvas(page).locator(".ksg-status")).to_contain_text("Tidied")
+    assert page.evaluate(OVERLAPS) == 0
+    screenshot(page, "canvas-10-tidied")
+
+    # Zoom in with the controls; the minimap is there; the graph downloads as SVG.
+    viewport = canvas(page).locator(".svelte-flow__viewport")
+    before = viewport.get_attribute("style")
+    canvas(page).locator(".svelte-flow__controls-zoomin").click()
+    expect(viewport).not_to_have_attribute("style", before)
+    expect(canvas(page).locator(".svelte-flow__minimap")).to_be_visible()
+    with page.expect_download() as download:
+        canvas(page).locator(".ksg-export-svg").click()
+    assert download.value.suggested_filename == "graph.svg"
+    assert watched.problems() == []

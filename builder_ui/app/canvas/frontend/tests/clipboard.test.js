@@ -55,6 +55,12 @@ describe("paste", () => {
     assert.equal(nodes.length, GRAPH.length + 2);
   });
 
+  it("numbers a taken id after the block's own name, not its layer's", () => {
+    const { ids } = paste(GRAPH, [{ id: "encoder", layer: "LSTM" }, { id: "encoder", layer: "LSTM" }]);
+    assert.deepEqual(ids, ["encoder", "encoder_2"]);
+    assert.deepEqual(paste(GRAPH, [{ id: "lstm", layer: "GRU" }]).ids, ["lstm_2"]);
+  });
+
   it("keeps free ids and drops links to blocks the graph does not have (another tab's)", () => {
     const blocks = [
       { id: "extra", layer: "Dense", params: { units: 4 }, inputs: { x: "elsewhere" }, position: [10, 10] },

@@ -4,7 +4,7 @@
 
 import { dump, load } from "js-yaml";
 
-import { clone, freshId, ID_RE, nodeById, snap } from "./graph.js";
+import { clone, freshId, ID_RE, nodeById, numberedId, snap } from "./graph.js";
 
 export const PASTE_OFFSET = 40;
 export const MAX_PASTE_BLOCKS = 200; // bound the work a paste makes (the spec's own limit is lower)
@@ -37,20 +37,23 @@ export function blocksIn(text) {
 }
 
 /**
- * The graph with `blocks` pasted in: each gets a fresh id where its own is taken; edges among
+ * The graph with `blocks` pasted in: each keeps its id, numbered where it is taken; edges among
  * the pasted blocks follow the new ids; an edge from a block outside them is kept when the graph
  * has that block, else dropped. Pasted positions move by PASTE_OFFSET so copies do not hide the
  * originals. Returns {nodes, ids} (the pasted blocks' ids).
  */
 export function paste(nodes, blocks, offset = PASTE_OFFSET) {
-  const renamed = new Map();
+  const renamed = new Map(); // a pasted id → its new id (the first block of that id, for edges)
   const taken = new Set();
-  for (const block of blocks) {
-    const own = ID_RE.test(block.id) && !nodeById(nodes, block.id) && !taken.has(block.id);
-    const id = own ? block.id : freshId(block.layer, nodes, taken);
-    renamed.set(block.id, id);
+  const newIds = blocks.map((block) => {
+    // A copy keeps its name, numbered when the graph has it (encoder → encoder_2).
+    const id = ID_RE.test(block.id)
+      ? numberedId(block.id.slice(0, 56), nodes, taken)
+      : freshId(block.layer, nodes, taken);
+    if (!renamed.has(block.id)) renamed.set(block.id, id);
     taken.add(id);
-  }
+    return id;
+  });
   const remap = (source) => (renamed.has(source) ? renamed.get(source) : nodeById(nodes, source) ? source : null);
   const added = blocks.map((block, index) => {
     const inputs = {};
@@ -65,7 +68,7 @@ export function paste(nodes, blocks, offset = PASTE_OFFSET) {
     }
     const p = Array.isArray(block.position) ? block.position : [40 + 20 * index, 40 + 80 * index];
     return {
-      id: renamed.get(block.id),
+      id: newIds[index],
       layer: block.layer,
       params: clone(block.params || {}),
       inputs,

@@ -57,17 +57,21 @@ export function edgeKey(edge) {
   return `${edge.source}->${edge.target}.${edge.port}`;
 }
 
+/** `base`, or `base_2`, `base_3`, ...: the first that no block and nothing in `taken` has. */
+export function numberedId(base, nodes, taken = new Set()) {
+  const used = (id) => taken.has(id) || nodeById(nodes, id) !== null;
+  if (!used(base)) return base;
+  for (let n = 2; ; n++) if (!used(`${base}_${n}`)) return `${base}_${n}`;
+}
+
 /** A new id for a block of `layer`: its name in snake case, numbered past those taken. */
 export function freshId(layer, nodes, taken = new Set()) {
-  let base = String(layer)
+  const base = String(layer)
     .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
     .toLowerCase()
     .replace(/[^a-z0-9_]/g, "_")
     .replace(/^[^a-z]+/, "");
-  base = (base || "block").slice(0, 56);
-  const used = (id) => taken.has(id) || nodeById(nodes, id) !== null;
-  if (!used(base)) return base;
-  for (let n = 2; ; n++) if (!used(`${base}_${n}`)) return `${base}_${n}`;
+  return numberedId((base || "block").slice(0, 56), nodes, taken);
 }
 
 export function snap(value) {

@@ -44,11 +44,13 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
+import numpy as np
 import yaml
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -56,6 +58,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from builder_ui.builders import (
     graph_blocks,
     graph_fit,
+    graph_kernels,
     graph_shapes,
     memory,
     registry,
@@ -457,12 +460,18 @@ class GraphReport:
         errors: Node id → one message naming the node, the port and the
             layer's own words; `"spec"` for a problem outside the nodes.
         params: The total parameter count when the graph has no error, else None.
+        blocks: Node id → `{"params", "weights_bytes", "kernel"}` for every node whose
+            layer was built (despite errors elsewhere; Input and Output too): its own
+            parameter count, their bytes, and whether it runs on a fast kernel
+            (`graph_kernels.kernel_badge`: `{"fast", "name", "why"}`, `fast` None for a
+            block with none).
     """
 
     shapes: dict[str, str] = field(default_factory=dict)
     edges: list[dict[str, Any]] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
     params: int | None = None
+    blocks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -470,6 +479,10 @@ class GraphReport:
             "edges": [dict(edge) for edge in self.edges],
             "errors": dict(self.errors),
             "params": self.params,
+            "blocks": {
+                node_id: {**block, "kernel": dict(block["kernel"])}
+                for node_id, block in self.blocks.items()
+            },
         }
 
 
@@ -535,12 +548,16 @@ def _task(document: Any, errors: dict[str, str]) -> _TaskShapes | None:
     return None
 
 
-def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
+def graph_report(
+    document: Mapping[str, Any] | ExperimentSpec, *, gpu: bool | None = None
+) -> GraphReport:
     """Shapes, edges, errors and parameter count of a graph spec; never raises, never trains.
 
     Args:
         document: A whole spec (its task gives the input shape), as a dict or
             an `ExperimentSpec`.
+        gpu: Whether training gets a GPU, for the blocks' kernel badges; None asks this
+            process's backend (`graph_kernels.gpu_available`).
     """
     if isinstance(document, ExperimentSpec):
         document = document.to_dict()
@@ -586,7 +603,73 @@ def graph_report(document: Mapping[str, Any] | ExperimentSpec) -> GraphReport:
         for source, target, port in graph_shapes.edges_of(usable)
     ]
     params = walk.param_count() if not errors and walk.output_id else None
-    return GraphReport(shapes, edges, errors, params)
+    blocks = _block_reports(usable, walk, document, gpu)
+    return GraphReport(shapes, edges, errors, params, blocks)
+
+
+def _weights_bytes(layer: Any) -> int:
+    """The bytes of a built layer's weights: each weight's size times its dtype's (float32 4;
+    `memory.WEIGHT_BYTES` for a dtype NumPy does not know)."""
+    total = 0
+    for weight in layer.weights:
+        try:
+            size = np.dtype(str(weight.dtype)).itemsize
+        except TypeError:
+            size = memory.WEIGHT_BYTES
+        total += math.prod(int(dim) for dim in weight.shape) * size
+    return total
+
+
+def _block_reports(
+    nodes: list[dict[str, Any]], walk: graph_shapes.Walk, document: Any, gpu: bool | None
+) -> dict[str, dict[str, Any]]:
+    """`GraphReport.blocks`: each built node's own parameters, their bytes, its kernel badge.
+
+    The backend is the spec's `train.backend` when it names one, else this process's; the
+    precision its `train.mixed_precision`; the GPU, `gpu` or else whether this process's
+    backend sees one (`graph_kernels.gpu_available`).
+    """
+    if not walk.tensors:
+        return {}
+    train = document.get("train") if isinstance(document, Mapping) else None
+    train = train if isinstance(train, Mapping) else {}
+    backend = graph_kernels.run_backend(train.get("backend"))
+    precision = train.get("mixed_precision") or "auto"
+    gpu = graph_kernels.gpu_available() if gpu is None else gpu
+    found: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        node_id = node["id"]
+        if node["layer"] == graph_blocks.INPUT and node_id == walk.input_id:
+            count, size = 0, 0
+        elif node_id in walk.layers:
+            layer = walk.layers[node_id]
+            built = layer is not None and layer.built
+            count = int(layer.count_params()) if built else 0
+            size = _weights_bytes(layer) if built else 0
+        else:
+            continue
+        inputs = [walk.tensors.get(source) for source in _sources(node)]
+        known = all(tensor is not None for tensor in inputs)
+        masked = (
+            any(getattr(tensor, "_keras_mask", None) is not None for tensor in inputs)
+            if known
+            else None
+        )
+        item = graph_blocks.block(node["layer"])
+        first = node.get("inputs", {}).get(item.ports[0]) if item and item.ports else None
+        tensor = walk.tensors.get(first) if isinstance(first, str) else None
+        rank = None if tensor is None else len(tensor.shape)  # the query's, for attention
+        kernel = graph_kernels.kernel_badge(
+            node["layer"],
+            node.get("params", {}),
+            backend=backend,
+            gpu=gpu,
+            masked=masked,
+            precision=precision,
+            input_rank=rank,
+        )
+        found[node_id] = {"params": count, "weights_bytes": size, "kernel": kernel}
+    return found
 
 
 # Short forms as graphs ------------------------------------------------------------------------

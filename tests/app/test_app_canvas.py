@@ -597,3 +597,121 @@ def test_the_node_editor_gestures_search_quick_add_wiring_hints_copy_paste_and_t
         canvas(page).locator(".ksg-export-svg").click()
     assert download.value.suggested_filename == "graph.svg"
     assert watched.problems() == []
+
+
+# A point of the stage, on screen, where a new block fits: no block, the minimap or the zoom
+# controls within a block's width and height of it (the block arrives centred under the point).
+EMPTY_POINT = """() => {
+    const stage = document.querySelector('#graph-canvas .ksg-stage').getBoundingClientRect();
+    const taken = [...document.querySelectorAll(
+        '#graph-canvas .ksg-node, #graph-canvas .svelte-flow__minimap, '
+        + '#graph-canvas .svelte-flow__controls')].map((el) => el.getBoundingClientRect());
+    const [w, h] = [230, 110];
+    const [top, bottom] = [Math.max(stage.top, 0), Math.min(stage.bottom, window.innerHeight)];
+    for (let y = top + 60; y + h < bottom; y += 20) {  // room above for the shape labels
+        for (let x = stage.left + w / 2 + 10; x + w / 2 < stage.right; x += 20) {
+            const free = taken.every((r) =>
+                x + w / 2 < r.left || x - w / 2 > r.right || y + h < r.top || y - 40 > r.bottom);
+            if (free) return [x, y];
+        }
+    }
+    return null;
+}"""
+
+
+class Mouse:
+    """The mouse actions of a test, counted: a click or a drag is one."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.actions = 0
+
+    def click(self, locator, **kwargs) -> None:
+        self.actions += 1
+        locator.click(**kwargs)
+
+    def drag(self, start, end) -> None:
+        self.actions += 1
+        mouse_drag(self.page, start, end)
+
+    def wire(self, source: str, target: str, name: str = "x") -> None:
+        self.actions += 1
+        wire(self.page, source, target, name)
+
+    def wire_to_new(self, source: str, block: str) -> None:
+        """Drop a wire from `source` on an empty spot of the stage, type the block, Enter."""
+        start = centre(canvas(self.page).locator(f'.ksg-out[data-node="{source}"]'))  # scrolls
+        point = self.page.evaluate(EMPTY_POINT)
+        if point is None:  # the stage is full: zoom out a step
+            self.click(canvas(self.page).locator(".svelte-flow__controls-zoomout"))
+            start = centre(canvas(self.page).locator(f'.ksg-out[data-node="{source}"]'))
+            point = self.page.evaluate(EMPTY_POINT)
+        assert point is not None, "no empty spot on the stage"
+        self.drag(start, point)
+        quick_add(self.page, block)
+
+    def param(self, name: str, value: str) -> None:
+        self.click(canvas(self.page).locator(f"#ksg-param-{name}"))
+        self.page.keyboard.press("Control+a")
+        self.page.keyboard.type(value)
+        self.page.keyboard.press("Tab")
+
+
+MOUSE_ACTIONS_BAR = 20  # the issue's bar for the 7-block classifier
+
+
+def test_a_seven_block_attention_classifier_in_at_most_twenty_mouse_actions(browser, server):
+    """Input → Embedding → CECLSTM → FinalStatePooling → BahdanauAttention (over the CECLSTM's
+    states) → Dense → Output, built from "New graph" with wires dropped on the stage (quick-add),
+    counting every click and drag, and checked valid by the server."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        watched = Watched(page)
+        page.goto(server.url)
+        page.wait_for_selector("#field-task-lag input")
+        fill_field(page, "name", "seven-blocks")
+        for field, value in TINY_FIELDS.items():
+            fill_field(page, field, value)
+        page.locator("#field-task-encoding input").click()
+        page.get_by_role("option", name="ids", exact=True).click()
+        expect(page.locator("#spec-yaml")).to_contain_text("encoding: ids")
+
+        mouse = Mouse(page)
+        mouse.click(page.locator("#new-graph"))
+        expect(nodes(page)).to_have_count(4)  # tokens → embedding → encoder (LSTM) → head
+        mouse.click(canvas(page).locator(".ksg-full"))  # the canvas takes the whole screen
+        expect(canvas(page).locator(".ksg-root")).to_have_js_property("isConnected", True)
+        page.wait_for_function("document.fullscreenElement !== null")
+        mouse.click(node(page, "encoder"))
+        page.keyboard.press("Delete")
+        expect(nodes(page)).to_have_count(3)
+        mouse.wire_to_new("embedding", "CECLSTM")
+        mouse.param("units", "16")
+        mouse.click(canvas(page).locator("#ksg-param-return_sequences"))
+        mouse.wire_to_new("ceclstm", "FinalStatePooling")
+        mouse.wire_to_new("final_state_pooling", "Bahdanau")  # into its first port, query
+        mouse.param("units", "16")
+        mouse.wire("ceclstm", "bahdanau_attention", "value")
+        mouse.wire_to_new("bahdanau_attention", "Dense")
+        mouse.param("units", "16")
+        mouse.wire("dense", "head")
+        expect(nodes(page)).to_have_count(7)
+        expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+        expect(canvas(page).locator(".ksg-bad")).to_have_count(0)
+        expect(edge(page, "bahdanau_attention", "dense")).to_contain_text("(None, ")
+        # Each block its own parameters and their memory: the Dense 16 → 16 has 16·16 + 16.
+        expect(node(page, "dense")).to_contain_text("272 params · 1.1 kB")
+        # The recurrent block says whether it runs on cuDNN here, and why (or why not).
+        badge = node(page, "ceclstm").locator(".ksg-kernel")
+        expect(badge).to_contain_text("cuDNN LSTM")
+        expect(badge).to_have_attribute("title", re.compile(r"cuDNN|GPU"))
+        screenshot(page, "canvas-11-seven-block-classifier")
+        print(f"seven-block classifier: {mouse.actions} mouse actions")
+        assert mouse.actions <= MOUSE_ACTIONS_BAR
+        assert watched.problems() == []
+    finally:
+        context.close()

@@ -18,6 +18,7 @@ Nothing here raises for a bad spec or a bad graph: problems go into the report's
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -25,7 +26,10 @@ from typing import Any
 from builder_ui import builders
 from builder_ui.app.actions.build import Check, check, dump
 from builder_ui.app.context import AppError
+from builder_ui.app.uploads import MAX_UPLOAD_BYTES
 from builder_ui.builders.graph import block_catalog, graph_report, preset_as_graph
+from builder_ui.builders.graph_import import keras_file_as_nodes
+from builder_ui.engine import slots
 from builder_ui.specs import MAX_SPEC_BYTES, SpecError, parse_yaml
 
 GRAPH_TYPE = "graph"
@@ -173,6 +177,13 @@ def graph_nodes(text: str) -> list[dict[str, Any]] | None:
     return normalized_nodes(_document(text)["model"].get("nodes"))
 
 
+@functools.cache
+def training_gpu() -> bool:
+    """Whether the runs this app queues train on a GPU (the kernel badges' device): its
+    training slots, read without a framework (the web process hides its own GPUs)."""
+    return slots.detect_slots() != ["CPU"]
+
+
 def report(text: str) -> dict[str, Any]:
     """The graph report of spec text as JSON; never raises.
 
@@ -186,7 +197,7 @@ def report(text: str) -> dict[str, Any]:
         return {**EMPTY_REPORT, "errors": {"spec": message or "the spec is not a YAML mapping"}}
     if not is_graph(text):
         return {**EMPTY_REPORT, "errors": {"spec": "the spec's model is not a graph"}}
-    return graph_report(document).to_json()
+    return graph_report(document, gpu=training_gpu()).to_json()
 
 
 def canvas_value(
@@ -333,3 +344,33 @@ def open_as_graph(text: str) -> tuple[str, Check]:
     except SpecError as error:
         raise AppError(f"This model cannot open as a graph: {error}") from None
     return apply_graph(text, {"nodes": graph["model"]["nodes"]})
+
+
+def open_keras_file(
+    text: str, path: str | None, max_bytes: int = MAX_UPLOAD_BYTES
+) -> tuple[str, Check]:
+    """Make the spec's model the graph a `.keras` file's functional model is, on the canvas.
+
+    The file's layers become blocks (`builders.graph_import.keras_file_as_nodes`: loaded with
+    `safe_mode=True`, its last layer, a Dense head, the Output); the spec's task, train and
+    every other section are kept (`apply_graph`); the blocks get no positions (the canvas lays
+    them out by depth). Only the architecture comes across: the graph trains from scratch.
+
+    Args:
+        text: The spec's YAML text.
+        path: The uploaded `.keras` file.
+        max_bytes: The largest file read (the app's upload limit, `--max-upload-mb`).
+
+    Raises:
+        AppError: the YAML is malformed, no file came, or the file cannot be a graph (naming
+            the layer and its class: a `Lambda`, a shared layer, a subclassed model, ...).
+    """
+    if _document(text) is None:
+        raise AppError("The YAML spec has an error; fix it in the editor first.")
+    if not path:
+        raise AppError("No file was uploaded.")
+    try:
+        nodes = keras_file_as_nodes(path, max_bytes=max_bytes)
+    except SpecError as error:
+        raise AppError(f"This file cannot open as a graph: {error}") from None
+    return apply_graph(text, {"nodes": nodes})

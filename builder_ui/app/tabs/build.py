@@ -11,7 +11,8 @@ again under the field they concern. Edits of one session are applied one at
 a time, in order, so quick typing in several fields loses nothing.
 
 A `model: {type: graph}` spec is also shown on a canvas (`builder_ui.app.canvas`,
-started by "New graph", or by "Open this model as a graph" for a plain stack):
+started by "New graph", by "Open this model as a graph" for a plain stack, or by
+"Open a .keras file as a graph" for a functional model saved by Keras):
 a canvas edit rewrites the YAML's `model:` section
 (`actions.canvas.apply_graph`) and is checked like any other edit; every change
 of the spec redraws the canvas with its shapes and errors (`spec.change`), except
@@ -20,9 +21,10 @@ while a newer canvas edit is on its way (`canvas_synced` holds the last one writ
 Nothing is lost unasked, and nothing stale is shown: the spec as last edited
 is kept in the browser's local storage (`gr.BrowserState`) with the preset it
 started from, and a reload restores it; picking another preset, "New graph"
-over a graph, or leaving or reloading the page, while the spec differs from the
+or a .keras file over a graph, or leaving or reloading the page, while the spec differs from the
 preset as loaded asks first (a `confirm()` and a `beforeunload` prompt:
-`CONFIRM_PRESET_JS`, `CONFIRM_NEW_GRAPH_JS`, `LEAVE_GUARD_JS`, `EDITED_JS`).
+`CONFIRM_PRESET_JS`, `CONFIRM_NEW_GRAPH_JS`, `CONFIRM_OPEN_KERAS_JS`, `LEAVE_GUARD_JS`,
+`EDITED_JS`).
 The model summary is cleared whenever the spec changes, since it describes the
 spec it was built from.
 
@@ -94,6 +96,18 @@ CONFIRM_NEW_GRAPH_JS = """
   !(window.ksSpecEdited && /^\\s+type:\\s*["']?graph["']?\\s*$/m.test(shown || "")) ||
     window.confirm("Start a new graph? The graph on the canvas will be replaced."),
   shown,
+]
+"""
+
+# Opening a .keras file over a graph of the user's asks as "New graph" does; the file goes on.
+CONFIRM_OPEN_KERAS_JS = """
+(text, form, agreed, shown, file) => [
+  text,
+  form,
+  !(window.ksSpecEdited && /^\\s+type:\\s*["']?graph["']?\\s*$/m.test(shown || "")) ||
+    window.confirm("Open this file as the model? The graph on the canvas will be replaced."),
+  shown,
+  file,
 ]
 """
 
@@ -248,6 +262,15 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
                 # A plain stack (a preset of the arc) as the same layers, to rewire.
                 open_graph = gr.Button(
                     "Open this model as a graph", elem_id="open-as-graph", size="sm"
+                )
+                # A functional model saved by Keras, its layers as blocks (its weights stay).
+                open_keras = gr.UploadButton(
+                    "Open a .keras file as a graph",
+                    file_types=[".keras"],
+                    file_count="single",
+                    type="filepath",
+                    elem_id="open-keras",
+                    size="sm",
                 )
             with gr.Column(visible=initial_graph, elem_id="graph-panel") as graph_panel:
                 graph = gr.HTML(
@@ -642,6 +665,25 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         inputs=[spec, form_key],
         outputs=[*spec_outputs, form_key, model_type],
         api_name="open_as_graph",
+        **serial,
+    )
+
+    def on_open_keras(
+        text: str, form: int, agreed: bool = True, shown: str = "", path: str | None = None
+    ) -> list:
+        """A `.keras` file chosen: its model as the spec's graph (`open_keras_file`)."""
+        if not path:
+            return [gr.skip()] * (len(spec_outputs) + 2)
+        return to_graph(
+            lambda current: canvas_actions.open_keras_file(current, path, ctx.max_upload_bytes)
+        )(text, form, agreed, shown)
+
+    open_keras.upload(  # replaces the model: asks first over a graph of one's own, as New graph
+        on_open_keras,
+        inputs=[spec, form_key, new_graph_agreed, code, open_keras],
+        outputs=[*spec_outputs, form_key, model_type],
+        api_name="open_keras_file",
+        js=CONFIRM_OPEN_KERAS_JS,
         **serial,
     )
 

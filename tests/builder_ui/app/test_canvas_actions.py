@@ -7,6 +7,7 @@ symbolically); nothing here is a stand-in.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -190,12 +191,23 @@ def test_a_spec_that_is_not_a_graph_has_no_canvas_nodes():
     assert canvas.report(spec_text())["errors"] == {"spec": "the spec's model is not a graph"}
 
 
-def test_the_canvas_script_and_style_ship_with_the_package_and_name_its_event():
+# The addresses the built canvas script may hold: SVG's namespaces, and the links to error
+# pages that Svelte and Svelte Flow put in their messages. None is fetched.
+DOCUMENT_HOSTS = {"www.w3.org", "svelte.dev", "svelteflow.dev", "${e}flow.dev"}
+
+
+def test_the_canvas_script_ships_with_the_package_names_its_event_and_fetches_nothing():
     kwargs = html_kwargs()
-    assert f'trigger("{EDIT_EVENT}")' in kwargs["js_on_load"]
-    # Gradio reads the CSS as a JS template string: a backslash or backtick would break it.
-    assert "\\" not in kwargs["css_template"] and "`" not in kwargs["css_template"]
-    assert "http" not in kwargs["js_on_load"].replace("http://www.w3.org/2000/svg", "")
+    script = kwargs["js_on_load"]
+    assert f'trigger("{EDIT_EVENT}")' in script
+    assert script.rstrip().endswith(
+        'KerasSeqCanvas.start({ element, props, trigger, watch }); // trigger("graph_edit")'
+    )
+    assert kwargs["css_template"] == ""  # the styles go in with the script
+    hosts = set(re.findall(r"https?://([^/\"'`\s?]+)", script))
+    assert hosts <= DOCUMENT_HOSTS, hosts - DOCUMENT_HOSTS
+    for loader in ("import(", "importScripts", "XMLHttpRequest", "WebSocket("):
+        assert loader not in script, loader
 
 
 def test_the_spec_check_refuses_a_graph_whose_shapes_do_not_fit_at_the_nodes_path():
@@ -268,3 +280,47 @@ def test_an_attention_seq2seq_preset_opens_as_a_graph_with_one_decoder_block():
     assert check.problems == [], check.problems
     layers = [node["layer"] for node in parse_yaml(text)["model"]["nodes"]]
     assert layers.count("RecurrentDecoder") == 1
+
+
+def test_a_keras_file_opens_as_the_specs_graph_keeping_its_task_and_training(tmp_path):
+    import keras
+
+    inputs = keras.Input((6,), dtype="int32", name="tokens")
+    x = keras.layers.Embedding(10, 8, name="embedding")(inputs)
+    x = keras.layers.GRU(12, name="encoder")(x)
+    model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax", name="head")(x))
+    path = tmp_path / "classifier.keras"
+    model.save(path)
+
+    before = parse_yaml(spec_text())
+    text, checked = canvas.open_keras_file(spec_text(), str(path))
+
+    assert checked.ok, checked.problems
+    after = parse_yaml(text)
+    for key in ("version", "name", "task", "train"):
+        assert after[key] == before[key], key
+    assert [(node["id"], node["layer"]) for node in after["model"]["nodes"]] == [
+        ("tokens", "Input"),
+        ("embedding", "Embedding"),
+        ("encoder", "GRU"),
+        ("head", "Output"),
+    ]
+    assert canvas.canvas_value(text)["report"]["params"] == model.count_params()
+
+
+def test_a_keras_file_that_cannot_be_a_graph_is_refused_and_nothing_written(tmp_path):
+    import keras
+
+    inputs = keras.Input((6, 2), name="sequence")
+    x = keras.layers.Flatten()(keras.layers.Lambda(lambda t: t + 1.0, name="shift")(inputs))
+    keras.Model(inputs, keras.layers.Dense(1)(x)).save(tmp_path / "lambda.keras")
+    with pytest.raises(actions.AppError) as caught:
+        canvas.open_keras_file(spec_text(), str(tmp_path / "lambda.keras"))
+    assert str(caught.value) == (
+        "This file cannot open as a graph: lambda.keras: layer 'shift' (Lambda) has no block "
+        "on the canvas"
+    )
+    with pytest.raises(actions.AppError, match="No file was uploaded"):
+        canvas.open_keras_file(spec_text(), "")
+    with pytest.raises(actions.AppError, match="fix it in the editor first"):
+        canvas.open_keras_file("version: 1\nname: [unclosed\n", str(tmp_path / "lambda.keras"))

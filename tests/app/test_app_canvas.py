@@ -14,6 +14,7 @@ page's console is watched. Screenshots go to `$KERAS_SEQ_SCREENSHOTS` (default
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -393,6 +394,13 @@ def test_the_same_graph_built_with_the_keyboard_alone(open_build):
     screenshot(page, "canvas-5-keyboard-graph")
     # The mouse's graph, which the test above trains; this one is not trained again.
     check_graph_is_valid(page, "keyboard-graph")
+    # The YAML editor keeps Tab for indenting, and says how to leave it: Escape, then Tab.
+    expect(page.locator("#spec-yaml")).to_contain_text("Esc then Tab leaves")
+    page.locator("#spec-yaml .cm-content").focus()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    left = "!document.querySelector('#spec-yaml').contains(document.activeElement)"
+    assert page.evaluate(left)
     assert watched.problems() == []
 
 
@@ -713,5 +721,70 @@ def test_a_seven_block_attention_classifier_in_at_most_twenty_mouse_actions(brow
         print(f"seven-block classifier: {mouse.actions} mouse actions")
         assert mouse.actions <= MOUSE_ACTIONS_BAR
         assert watched.problems() == []
+    finally:
+        context.close()
+
+
+def test_a_keras_file_opens_as_a_graph_of_its_layers(open_build, tmp_path):
+    """A functional model saved as .keras (an LSTM and a softmax Dense on the tiny task)
+    opens on the canvas as Input → LSTM → Output, valid, with the file's units."""
+    import keras
+    from playwright.sync_api import expect
+
+    inputs = keras.Input((5, 5), name="steps")
+    hidden = keras.layers.LSTM(12, name="memory")(inputs)
+    outputs = keras.layers.Dense(2, activation="softmax", name="classes")(hidden)
+    path = tmp_path / "small.keras"
+    keras.Model(inputs, outputs).save(path)
+
+    watched = open_build("keras-file-graph", keyboard=False)
+    page = watched.page
+    from tests.app.test_app_build_form import answer_dialogs
+
+    answer_dialogs(page, accept=True)  # over the graph New graph made: asked, and agreed
+    with page.expect_file_chooser() as chooser:
+        page.locator("#open-keras").click()
+    chooser.value.set_files(str(path))
+    expect(node(page, "memory")).to_contain_text("LSTM → (None, 12)")
+    expect(edge(page, "steps", "memory")).to_contain_text("(None, 5, 5)")
+    expect(nodes(page)).to_have_count(3)
+    expect(page.locator("#spec-yaml")).to_contain_text("units: 12")
+    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+    assert watched.problems() == []
+
+
+AXE = (
+    Path(__file__).resolve().parents[2]
+    / "builder_ui/app/canvas/frontend/node_modules/axe-core/axe.min.js"
+)
+AXE_RUN = """async () => {
+    const result = await axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']});
+    return result.violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => [v.id, v.impact, v.nodes.slice(0, 5).map((n) => n.target.join(' '))]);
+}"""
+
+
+@pytest.mark.skipif(not AXE.exists(), reason="axe-core is installed by `make js-test` (npm ci)")
+def test_axe_core_finds_no_serious_violation_on_the_build_tab_with_a_graph(browser, server):
+    """WCAG 2.1 A and AA rules, by axe-core, over the whole Build tab: the form, the YAML
+    editor and the canvas showing the seq2seq preset as a graph with a block's panel open."""
+    from playwright.sync_api import expect
+
+    from tests.app.test_app_build_form import pick_preset
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.goto(server.url)
+        page.wait_for_selector("#field-task-lag input")
+        pick_preset(page, "7 · Seq2seq + Bahdanau attention")
+        page.locator("#open-as-graph").click()
+        expect(nodes(page)).to_have_count(5)
+        node(page, "decoder").click()
+        expect(canvas(page).locator("#ksg-param-units")).to_be_visible()
+        page.add_script_tag(path=str(AXE))
+        assert page.evaluate(AXE_RUN) == []
     finally:
         context.close()

@@ -283,7 +283,8 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
             code = gr.Code(
                 value=initial,
                 language="yaml",
-                label="Spec (YAML): edit here or in the form",
+                # The editor keeps Tab for indenting: Escape, then Tab, moves on (CodeMirror's way).
+                label="Spec (YAML): edit here or in the form. Tab indents; Esc then Tab leaves",
                 interactive=True,
                 lines=24,
                 elem_id="spec-yaml",

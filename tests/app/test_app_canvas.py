@@ -21,6 +21,7 @@ import pytest
 from builder_ui.engine.store import RunStore
 from tests.app.browser import Watched, needs_chromium
 from tests.app.test_app_browser import (
+    SCREENSHOTS,
     UI_TIMEOUT_MS,
     fill_field,
     queue_and_wait,
@@ -717,7 +718,12 @@ def test_a_seven_block_attention_classifier_in_at_most_twenty_mouse_actions(brow
         badge = node(page, "ceclstm").locator(".ksg-kernel")
         expect(badge).to_contain_text("cuDNN LSTM")
         expect(badge).to_have_attribute("title", re.compile(r"cuDNN|GPU"))
-        screenshot(page, "canvas-11-seven-block-classifier")
+        mouse.click(canvas(page).locator(".ksg-tidy"))  # laid out in layers, for the picture
+        expect(canvas(page).locator(".ksg-status")).to_contain_text("Tidied")
+        page.wait_for_timeout(300)  # the fit's frame, for the picture only
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / "canvas-11-seven-block-classifier.png"
+        canvas(page).locator(".ksg-root").screenshot(path=path)
         print(f"seven-block classifier: {mouse.actions} mouse actions")
         assert mouse.actions <= MOUSE_ACTIONS_BAR
         assert watched.problems() == []
@@ -786,5 +792,46 @@ def test_axe_core_finds_no_serious_violation_on_the_build_tab_with_a_graph(brows
         expect(canvas(page).locator("#ksg-param-units")).to_be_visible()
         page.add_script_tag(path=str(AXE))
         assert page.evaluate(AXE_RUN) == []
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(
+    ("preset", "blocks", "shot"),
+    [
+        ("10 · Vision Transformer", "PatchEmbedding", "canvas-vit"),
+        ("9b · Transformer encoder–decoder", "TransformerDecoder", "canvas-transformer-seq2seq"),
+    ],
+)
+def test_the_vit_and_the_transformer_seq2seq_open_on_the_canvas_laid_out(
+    browser, server, preset, blocks, shot
+):
+    """The arc's last models as blocks: each opens valid, tidied in layers with no block on
+    another, and is photographed for the docs (docs/images/ holds copies)."""
+    from playwright.sync_api import expect
+
+    from tests.app.test_app_build_form import pick_preset
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        watched = Watched(page)
+        page.goto(server.url)
+        page.wait_for_selector("#field-task-lag input")
+        pick_preset(page, preset)
+        page.locator("#open-as-graph").click()
+        expect(canvas(page).locator(f'.ksg-node[data-layer="{blocks}"]')).to_have_count(1)
+        expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+        expect(canvas(page).locator(".ksg-bad")).to_have_count(0)
+        expect(canvas(page).locator(".ksg-summary")).to_contain_text("parameters")
+        assert page.evaluate(OVERLAPS) == 0
+        canvas(page).locator(".ksg-full").click()
+        page.wait_for_function("document.fullscreenElement !== null")
+        canvas(page).locator(".ksg-fit").click()
+        page.wait_for_timeout(300)  # the fit's frame, for the picture only
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        canvas(page).locator(".ksg-root").screenshot(path=SCREENSHOTS / f"{shot}.png")
+        assert watched.problems() == []
     finally:
         context.close()

@@ -20,7 +20,10 @@ describe("answers from Python", () => {
 
   it("adopts the YAML's graph, unless it answers an older edit", () => {
     const adopt = incoming(2, { origin: "spec", revision: 5, report: REPORT, nodes: NODES });
-    assert.deepEqual(adopt, { kind: "adopt", nodes: NODES, report: REPORT, revision: 5 });
+    assert.deepEqual(adopt, { kind: "adopt", nodes: NODES, groups: [], report: REPORT, revision: 5 });
+    const groups = [{ id: "g", nodes: ["a"], repeat: 3, collapsed: false }];
+    const grouped = incoming(2, { origin: "spec", revision: 5, report: REPORT, nodes: NODES, groups });
+    assert.deepEqual(grouped.groups, groups);
     assert.equal(incoming(6, { origin: "spec", revision: 5, report: REPORT, nodes: NODES }).kind, "ignore");
   });
 

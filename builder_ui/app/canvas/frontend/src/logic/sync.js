@@ -11,7 +11,8 @@
  * What to do with `value`, given the canvas's `revision` (its newest edit):
  *   {kind: "ignore"}                      not a canvas value, or an answer to an older edit;
  *   {kind: "freeze", error}               the YAML does not parse;
- *   {kind: "adopt", nodes, report, revision}  the YAML's own graph (it may be the canvas's);
+ *   {kind: "adopt", nodes, groups, report, revision}  the YAML's own graph (it may be the
+ *                                         canvas's); `groups` is [] when it has none;
  *   {kind: "report", report}              the report of the canvas's newest edit.
  */
 export function incoming(revision, value) {
@@ -26,7 +27,8 @@ export function incoming(revision, value) {
   if (value.origin === "spec") {
     if (theirs < revision) return { kind: "ignore" }; // the newer edit's own answer is on its way
     const nodes = Array.isArray(value.nodes) ? value.nodes : [];
-    return { kind: "adopt", nodes, report: value.report, revision: Math.max(revision, theirs) };
+    const groups = Array.isArray(value.groups) ? value.groups : [];
+    return { kind: "adopt", nodes, groups, report: value.report, revision: Math.max(revision, theirs) };
   }
   if (theirs === revision) return { kind: "report", report: value.report };
   return { kind: "ignore" };

@@ -8,6 +8,13 @@
         - {id: encoder, layer: LSTM, params: {units: 32}, inputs: {x: embedding}}
         - {id: head, layer: Output, inputs: {x: encoder}}
 
+A graph may also group nodes, and repeat a group (`graph_groups`): the builders expand it
+before anything else, copy k of a member `m` being a node `m_k`, each copy reading the
+previous one's exit through its `x` port:
+
+      groups:
+        - {id: encoders, nodes: [encoder], repeat: 3, collapsed: false}
+
 Each node is one block of the catalog (`graph_blocks`): a Keras or keras_seq
 layer named by the node's `id`, made with the node's `params` (the layer's own
 constructor arguments) and called on the nodes its `inputs` name, port by port.
@@ -52,12 +59,13 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_serializer, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from builder_ui.builders import (
     graph_blocks,
     graph_fit,
+    graph_groups,
     graph_kernels,
     graph_shapes,
     memory,
@@ -66,13 +74,14 @@ from builder_ui.builders import (
 )
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.captioning import Captioning
+from builder_ui.builders.graph_groups import MAX_GROUPS, GraphGroup
 from builder_ui.builders.pointing import Pointing
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.translating import Translating
 from builder_ui.builders.validation import load_spec, resolve_component
 from builder_ui.specs import ExperimentSpec, ModelParams, SpecError, StrictModel
 
-NODE_ID_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+NODE_ID_PATTERN = graph_groups.NODE_ID_PATTERN  # r"^[a-z][a-z0-9_]{0,63}$"
 MAX_NODES = 256
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -122,17 +131,37 @@ class GraphNode(StrictModel):
 
 
 class GraphParams(ModelParams):
-    """A graph of blocks from one `Input` to one `Output` (see the module docstring)."""
+    """A graph of blocks from one `Input` to one `Output`, its `groups` repeated (see the
+    module docstring and `graph_groups`)."""
 
     type: Literal["graph"] = "graph"
     nodes: Annotated[list[GraphNode], Field(min_length=2, max_length=MAX_NODES)]
+    groups: Annotated[list[GraphGroup], Field(max_length=MAX_GROUPS, default_factory=list)]
+
+    @model_serializer(mode="wrap")
+    def _groups_when_given(self, handler: Any) -> dict[str, Any]:
+        # A graph without groups is written as before them (its sweep id unchanged).
+        data = handler(self)
+        if not self.groups:
+            data.pop("groups", None)
+        return data
 
     @model_validator(mode="after")
     def _wired(self) -> GraphParams:
-        problems = graph_shapes.structure_problems(plain_nodes(self))
-        if problems:
+        nodes = [node.model_dump(exclude={"position"}) for node in self.nodes]
+        groups = [group.model_dump() for group in self.groups]
+        errors = [_group_error(p) for p in graph_groups.problems(nodes, groups, MAX_NODES)]
+        problems = graph_shapes.structure_problems(nodes)
+        if not errors and not problems and groups:
+            # The unexpanded graph is sound: so are its copies, but say so at the members.
+            expanded = graph_groups.expansion(nodes, groups)
+            problems = [
+                expanded.original(problem)
+                for problem in graph_shapes.structure_problems(expanded.nodes)
+            ]
+        if errors or problems:
             raise ValidationError.from_exception_data(
-                "GraphParams", [_line_error(problem) for problem in problems]
+                "GraphParams", errors + [_line_error(problem) for problem in problems]
             )
         return self
 
@@ -147,9 +176,22 @@ def _line_error(problem: graph_shapes.NodeProblem) -> InitErrorDetails:
     return InitErrorDetails(type=error, loc=loc, input=None)
 
 
+def _group_error(problem: graph_groups.GroupProblem) -> InitErrorDetails:
+    """A group's problem as a pydantic error at its field (`groups.0.nodes.1`)."""
+    error = PydanticCustomError("value_error", "{error}", {"error": problem.message})
+    return InitErrorDetails(type=error, loc=("groups", problem.index, *problem.loc), input=None)
+
+
+def expanded_nodes(params: GraphParams) -> graph_groups.Expansion:
+    """The nodes as plain dicts with every group's copies, and where each came from."""
+    nodes = [node.model_dump(exclude={"position"}) for node in params.nodes]
+    return graph_groups.expansion(nodes, [group.model_dump() for group in params.groups])
+
+
 def plain_nodes(params: GraphParams) -> list[dict[str, Any]]:
-    """The nodes as plain dicts (`id`, `layer`, `params`, `inputs`), as the walk reads them."""
-    return [node.model_dump(exclude={"position"}) for node in params.nodes]
+    """The nodes as plain dicts (`id`, `layer`, `params`, `inputs`), as the walk reads them:
+    the groups expanded (`graph_groups`), copy k of a repeated member `m` a node `m_k`."""
+    return expanded_nodes(params).nodes
 
 
 @register_model("graph")
@@ -172,18 +214,23 @@ class GraphBuilder(ModelBuilder):
     def check(self, params, task):
         """The layers' refusals of their parameters and inputs, and what `model.fit` would
         refuse on one batch (`graph_fit`), as `(field, message)` at each node's path."""
-        problems = check_nodes(plain_nodes(params), task)
+        expansion = expanded_nodes(params)
+        problems = map(expansion.original, check_nodes(expansion.nodes, task))
         return [(problem.path, problem.message) for problem in problems]
 
     def estimate(self, params, task):
         """Each node's weights and kept activations, from its layer built symbolically
         (`estimate_nodes`); None for a graph with problems (`check` reports them)."""
-        index = {node.id: position for position, node in enumerate(params.nodes)}
+        expansion = expanded_nodes(params)
+        # A group's copy is sized by its member's fields.
+        index = {
+            node["id"]: at for node, (at, _) in zip(expansion.nodes, expansion.origin, strict=True)
+        }
 
         def field_of(node_id: str, param: str | None = None) -> str:
             return f"model.nodes[{index[node_id]}].params" + (f".{param}" if param else "")
 
-        return estimate_nodes(plain_nodes(params), task, field_of)
+        return estimate_nodes(expansion.nodes, task, field_of)
 
     def build(self, params, task):
         """A functional `keras.Model` whose layers are named by node id (see the class)."""
@@ -464,7 +511,16 @@ class GraphReport:
             layer was built (despite errors elsewhere; Input and Output too): its own
             parameter count, their bytes, and whether it runs on a fast kernel
             (`graph_kernels.kernel_badge`: `{"fast", "name", "why"}`, `fast` None for a
-            block with none).
+            block with none). A member of a repeated group counts all its copies (the
+            sums of their params and bytes; copy 1's kernel).
+        groups: Group id → `{"shape", "params"}`: its last copy's exit shape (None when
+            unknown or the group has no single exit), and the parameters of all copies of
+            all its members (None when a copy's layer was not built).
+
+    The keys are the spec's node ids, before the groups are expanded: `shapes[m]` is copy
+    1's shape; the edges are those the spec writes, each with the shape flowing along it
+    (from a repeated group's exit to a node outside, the last copy's); an error of copy k
+    of `m` is `m`'s, its message starting `"copy k: "`.
     """
 
     shapes: dict[str, str] = field(default_factory=dict)
@@ -472,6 +528,7 @@ class GraphReport:
     errors: dict[str, str] = field(default_factory=dict)
     params: int | None = None
     blocks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -483,6 +540,7 @@ class GraphReport:
                 node_id: {**block, "kernel": dict(block["kernel"])}
                 for node_id, block in self.blocks.items()
             },
+            "groups": {group_id: dict(group) for group_id, group in self.groups.items()},
         }
 
 
@@ -521,6 +579,27 @@ def _raw_nodes(document: Any) -> list[dict[str, Any]]:
         except ValidationError:
             found.append(None)
     return found
+
+
+def _raw_groups(document: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """The `model.groups` of a document as dicts, or `([], the problem)` when malformed."""
+    model = document.get("model") if isinstance(document, Mapping) else None
+    groups = model.get("groups", []) if isinstance(model, Mapping) else []
+    if groups is None:
+        return [], None
+    if not isinstance(groups, list):
+        return [], f"model.groups: expected a list, got {type(groups).__name__}"
+    found = []
+    for index, group in enumerate(groups):
+        try:
+            found.append(graph_groups.GraphGroup.model_validate(group).model_dump())
+        except ValidationError as error:
+            detail = error.errors(include_url=False)[0]
+            where = "".join(
+                f"[{part}]" if isinstance(part, int) else f".{part}" for part in detail["loc"]
+            )
+            return [], f"model.groups[{index}]{where}: {detail['msg']}"
+    return found, None
 
 
 def _spec_errors(error: SpecError, nodes: list[Any]) -> dict[str, str]:
@@ -563,6 +642,7 @@ def graph_report(
         document = document.to_dict()
     errors: dict[str, str] = {}
     nodes = _raw_nodes(document)
+    groups, malformed = _raw_groups(document)
     try:
         spec = load_spec(document)
     except SpecError as error:
@@ -579,32 +659,107 @@ def graph_report(
         )
         task = None
     usable = [node for node in nodes if node is not None]
+    expansion = _report_expansion(usable, len(nodes), groups, malformed, errors)
     walk = graph_shapes.Walk()
     if task is not None and len(usable) == len(nodes) and usable:
-        walk = graph_shapes.walk(usable, task, symbolic=True)
-        for problem in walk.problems or _fit_problems(usable, task, walk):
+        walk = graph_shapes.walk(expansion.nodes, task, symbolic=True)
+        for problem in walk.problems or _fit_problems(expansion.nodes, task, walk):
+            problem = expansion.original(problem)
             errors.setdefault(problem.node_id or "spec", problem.message)
-    shapes = {node_id: walk.shape_text(node_id) for node_id in walk.tensors}
+    every_shape = {node_id: walk.shape_text(node_id) for node_id in walk.tensors}
+    own = {node["id"] for node in usable}
+    shapes = {node_id: shape for node_id, shape in every_shape.items() if node_id in own}
     states = {
         node_id: ", ".join(graph_shapes.shape_text(tensor.shape) for tensor in tensors)
         for node_id, tensors in walk.states.items()
     }
     blocks = {node["id"]: graph_blocks.block(node["layer"]) for node in usable}
+    # Each edge the spec writes, and the node its target reads there once expanded.
+    twins = {node["id"]: node for node in expansion.nodes}
+    read = graph_shapes.edges_of([twins[node["id"]] for node in usable])
     edges = [
         {
             "source": source,
             "target": target,
             "port": port,
             # A state port reading a recurrent block gets its final state (h, and c).
-            "shape": states.get(source)
+            "shape": states.get(actual)
             if port in getattr(blocks.get(target), "states", ())
-            else shapes.get(source),
+            else every_shape.get(actual),
         }
-        for source, target, port in graph_shapes.edges_of(usable)
+        for (source, target, port), (actual, _, _) in zip(
+            graph_shapes.edges_of(usable), read, strict=True
+        )
     ]
     params = walk.param_count() if not errors and walk.output_id else None
-    blocks = _block_reports(usable, walk, document, gpu)
-    return GraphReport(shapes, edges, errors, params, blocks)
+    copies = _block_reports(expansion.nodes, walk, document, gpu)
+    return GraphReport(
+        shapes,
+        edges,
+        errors,
+        params,
+        _members_blocks(copies, expansion),
+        _group_reports(groups, expansion, copies, walk),
+    )
+
+
+def _report_expansion(
+    usable: list[dict[str, Any]],
+    count: int,
+    groups: list[dict[str, Any]],
+    malformed: str | None,
+    errors: dict[str, str],
+) -> graph_groups.Expansion:
+    """The report's nodes with the groups' copies; the nodes as they are (the problem
+    under `"spec"`) when the groups are malformed, refused, or some node is."""
+    problems = [] if malformed else graph_groups.problems(usable, groups, MAX_NODES)
+    texts = [malformed] if malformed else [f"model.{p.path}: {p.message}" for p in problems]
+    for text in texts:
+        if text not in errors.get("spec", ""):
+            errors["spec"] = f"{errors['spec']}; {text}" if "spec" in errors else text
+    if texts or len(usable) != count:
+        return graph_groups.expansion(usable, [])
+    return graph_groups.expansion(usable, groups)
+
+
+def _members_blocks(
+    copies: dict[str, dict[str, Any]], expansion: graph_groups.Expansion
+) -> dict[str, dict[str, Any]]:
+    """`GraphReport.blocks` by the spec's node ids: a member's entry sums its copies'
+    params and bytes (the kernel is copy 1's)."""
+    found = {}
+    for node_id, ids in expansion.copies.items():
+        if node_id not in copies:
+            continue
+        entries = [copies[copy] for copy in ids if copy in copies]
+        found[node_id] = {
+            **copies[node_id],
+            "params": sum(entry["params"] for entry in entries),
+            "weights_bytes": sum(entry["weights_bytes"] for entry in entries),
+        }
+    return found
+
+
+def _group_reports(
+    groups: list[dict[str, Any]],
+    expansion: graph_groups.Expansion,
+    copies: dict[str, dict[str, Any]],
+    walk: graph_shapes.Walk,
+) -> dict[str, dict[str, Any]]:
+    """`GraphReport.groups`: each group's last exit shape and the parameters of its copies."""
+    found = {}
+    for group in groups:
+        if group["id"] not in expansion.exits:  # not expanded: refused, or a node is malformed
+            found[group["id"]] = {"shape": None, "params": None}
+            continue
+        exit_id = expansion.exits[group["id"]]
+        ids = [copy for member in group["nodes"] for copy in expansion.copies.get(member, [])]
+        known = bool(ids) and all(copy in copies for copy in ids)
+        found[group["id"]] = {
+            "shape": walk.shape_text(exit_id) if exit_id else None,
+            "params": sum(copies[copy]["params"] for copy in ids) if known else None,
+        }
+    return found
 
 
 def _weights_bytes(layer: Any) -> int:

@@ -122,19 +122,38 @@ def mouse_drag(page, start: tuple[float, float], end: tuple[float, float]) -> No
 
 def drop_block(page, block: str, x: float, y: float) -> None:
     """Drag a palette entry onto the canvas at (x, y) from the stage's corner."""
-    stage = canvas(page).locator(".ksg-stage").bounding_box()
     entry = canvas(page).locator(f'.ksg-entry[data-block="{block}"]')
     entry.scroll_into_view_if_needed()
-    mouse_drag(page, centre(entry), (stage["x"] + x, stage["y"] + y))
+    stage = canvas(page).locator(".ksg-stage").bounding_box()  # measured after the scroll
+    mouse_drag(page, middle(entry), (stage["x"] + x, stage["y"] + y))
 
 
 def wire(page, source: str, target: str, name: str = "x") -> None:
-    """Drag from a block's output dot to another block's input port."""
-    out = canvas(page).locator(f'.ksg-out[data-node="{source}"]')
-    mouse_drag(page, centre(out), centre(port(page, target, name)))
+    """Drag from a block's output dot to another block's input port.
+
+    The stage is scrolled into view first, once: measuring one end may not scroll the page
+    after the other end was measured.
+    """
     from playwright.sync_api import expect
 
+    canvas(page).locator(".ksg-stage").scroll_into_view_if_needed()
+    out = canvas(page).locator(f'.ksg-out[data-node="{source}"]')
+    mouse_drag(page, middle(out), middle(port(page, target, name)))
     expect(edge(page, source, target, name)).to_have_count(1)
+
+
+def middle(locator) -> tuple[float, float]:
+    """The middle of an element on screen, without scrolling (see `centre`)."""
+    from playwright.sync_api import Error
+
+    for _ in range(REDRAW_RETRIES):
+        try:
+            box = locator.bounding_box()
+        except Error:
+            continue
+        if box:
+            return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    pytest.fail(f"{locator} never stayed on screen")
 
 
 def set_param(page, name: str, value: str) -> None:
@@ -835,3 +854,47 @@ def test_the_vit_and_the_transformer_seq2seq_open_on_the_canvas_laid_out(
         assert watched.problems() == []
     finally:
         context.close()
+
+
+def test_a_group_repeated_three_times_collapses_expands_and_counts_its_copies(open_build):
+    """A Dense 16 → 16 between the LSTM and the head, grouped (Ctrl+G) and repeated ×3: the
+    YAML holds one group with its count, the model three Dense layers (the parameter count says
+    so), and the group folds into one block and opens again."""
+    from playwright.sync_api import expect
+
+    watched = open_build("group-graph", keyboard=False)
+    page = watched.page
+    canvas(page).locator('.ksg-entry[data-block="Dense"]').focus()
+    page.keyboard.press("Enter")
+    expect(node(page, "dense")).to_be_focused()
+    set_param(page, "units", "16")
+    wire(page, "encoder", "dense")
+    wire(page, "dense", "head")
+    # LSTM 16 on 5 features: 4·(5·16 + 16·16 + 16); Dense 16 → 16: 16·16 + 16; head 16 → 2.
+    lstm, dense, head = 4 * (5 * 16 + 16 * 16 + 16), 16 * 16 + 16, 16 * 2 + 2
+    summary = canvas(page).locator(".ksg-summary")
+    expect(summary).to_have_text(f"{lstm + dense + head:,} parameters")
+
+    node(page, "dense").click()
+    page.keyboard.press("Control+g")
+    frame = canvas(page).locator('[data-group="group"]')
+    expect(frame).to_have_count(1)
+    count = frame.locator(".ksg-repeat")
+    count.fill("3")
+    count.press("Tab")
+    yaml = page.locator("#spec-yaml")
+    expect(yaml).to_contain_text("repeat: 3")
+    expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
+    expect(summary).to_have_text(f"{lstm + 3 * dense + head:,} parameters")
+    screenshot(page, "canvas-12-group-repeated")
+
+    frame.locator(".ksg-collapse").click()
+    folded = canvas(page).locator('.ksg-group[data-group="group"]')
+    expect(folded).to_contain_text("group ×3")
+    expect(node(page, "dense")).to_be_hidden()
+    expect(yaml).to_contain_text("collapsed: true")
+    folded.locator(".ksg-expand").click()
+    expect(node(page, "dense")).to_be_visible()
+    page.keyboard.press("Control+z")  # the fold, undone: folded again
+    expect(node(page, "dense")).to_be_hidden()
+    assert watched.problems() == []

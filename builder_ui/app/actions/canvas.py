@@ -6,11 +6,14 @@ and `apply_graph` writes them into the text's `model:` section, leaving every ot
 section as it was; the caller checks the new text as for any other edit. A change of the
 text (typed YAML, a preset, the form) redraws the canvas from `canvas_value(text)`.
 
-The value the canvas gets is `{"nodes", "report", "catalog", "revision", "origin"}`:
-the report is `builder_ui.builders.graph.graph_report(...).to_json()` (shapes, edges,
-errors, params), the catalog is `block_catalog()`, `revision` is the canvas edit the
-report answers, and `origin` is `"canvas"` when the nodes are the canvas's own (only
-the report is new) or `"spec"` when they come from the text (the canvas adopts them).
+The value the canvas gets is `{"nodes", "groups", "report", "catalog", "revision", "origin"}`:
+`groups` is the spec's `model.groups` (`[{"id", "nodes", "repeat", "collapsed"}]`, empty
+when none; see `builder_ui.builders.graph_groups`), the report is
+`builder_ui.builders.graph.graph_report(...).to_json()` (shapes, edges, errors, params,
+blocks, groups), the catalog is `block_catalog()`, `revision` is the canvas edit the
+report answers, and `origin` is `"canvas"` when the nodes and groups are the canvas's own
+(only the report is new) or `"spec"` when they come from the text (the canvas adopts them).
+The canvas sends `{"nodes", "groups", "revision"}` (`groups` may be left out).
 Nothing here raises for a bad spec or a bad graph: problems go into the report's
 `errors`, under `"spec"` when they are outside the graph. No Gradio here.
 """
@@ -34,7 +37,8 @@ from builder_ui.specs import MAX_SPEC_BYTES, SpecError, parse_yaml
 
 GRAPH_TYPE = "graph"
 NODE_KEYS = ("id", "layer", "params", "inputs", "position")
-EMPTY_REPORT = {"shapes": {}, "edges": [], "errors": {}, "params": None}
+GROUP_KEYS = ("id", "nodes", "repeat", "collapsed")
+EMPTY_REPORT = {"shapes": {}, "edges": [], "errors": {}, "params": None, "groups": {}}
 
 # The graph "New graph" starts from: the task's input through one recurrent layer to its head,
 # with an embedding first when the task gives token ids. Laid out top to bottom, as the canvas
@@ -177,6 +181,29 @@ def graph_nodes(text: str) -> list[dict[str, Any]] | None:
     return normalized_nodes(_document(text)["model"].get("nodes"))
 
 
+def normalized_groups(groups: Any) -> list[dict[str, Any]]:
+    """The groups as the spec writes them: keys `id`, `nodes`, `repeat`, `collapsed` in that
+    order, unknown and null ones left out; anything but a list of mappings gives none.
+
+    Values are kept as given (the spec's validation, not this, says what is wrong with them).
+    """
+    if not isinstance(groups, list):
+        return []
+    return [
+        {key: copy.deepcopy(group[key]) for key in GROUP_KEYS if group.get(key) is not None}
+        for group in groups
+        if isinstance(group, Mapping)
+    ]
+
+
+def graph_groups(text: str) -> list[dict[str, Any]] | None:
+    """The `model.groups` of a graph spec's text (empty when none); None when the text is not
+    a graph spec."""
+    if not is_graph(text):
+        return None
+    return normalized_groups(_document(text)["model"].get("groups"))
+
+
 @functools.cache
 def training_gpu() -> bool:
     """Whether the runs this app queues train on a GPU (the kernel badges' device): its
@@ -201,7 +228,11 @@ def report(text: str) -> dict[str, Any]:
 
 
 def canvas_value(
-    text: str, *, revision: int = 0, nodes: list[dict[str, Any]] | None = None
+    text: str,
+    *,
+    revision: int = 0,
+    nodes: list[dict[str, Any]] | None = None,
+    groups: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """What the canvas shows for spec text: its nodes, their report and the block catalog.
 
@@ -213,15 +244,20 @@ def canvas_value(
             sent (origin "spec"). Text that does not parse sends no nodes (origin
             "unreadable"): the canvas keeps the last good graph, read-only, and shows the
             error, so that no edit is made to a graph the spec no longer holds.
+        groups: The canvas's own groups (None: it sent none, as no groups); origin "canvas"
+            needs both its nodes and its groups to be those of `text`.
     """
     if unreadable(text):  # the canvas keeps its last good graph, read-only, with the error
-        shown, origin = None, "unreadable"
+        shown, shown_groups, origin = None, None, "unreadable"
     else:
-        own = graph_nodes(text)
-        origin = "canvas" if nodes is not None and own == normalized_nodes(nodes) else "spec"
+        own, own_groups = graph_nodes(text), graph_groups(text)
+        same = own == normalized_nodes(nodes) and own_groups == normalized_groups(groups or [])
+        origin = "canvas" if nodes is not None and same else "spec"
         shown = own if own is not None else normalized_nodes(nodes)
+        shown_groups = own_groups if own is not None else normalized_groups(groups)
     return {
         "nodes": shown,
+        "groups": shown_groups,
         "report": report(text),
         "catalog": block_catalog(),
         "revision": int(revision),
@@ -248,6 +284,14 @@ def sent_nodes(value: Any) -> tuple[list[dict[str, Any]] | None, int]:
     return normalized_nodes(value["nodes"]), revision if isinstance(revision, int) else 0
 
 
+def sent_groups(value: Any) -> list[dict[str, Any]] | None:
+    """The groups a canvas value holds (JSON text or a mapping), normalized; None if it has
+    no `groups` list (a canvas that sends only its nodes)."""
+    value = _value(value)
+    groups = value.get("groups")
+    return normalized_groups(groups) if isinstance(groups, list) else None
+
+
 def shows_graph(value: Any) -> bool:
     """Whether the canvas shows a graph: its nodes, or the last good one kept read-only while
     the YAML does not parse (`canvas_value`'s origin "unreadable")."""
@@ -256,10 +300,12 @@ def shows_graph(value: Any) -> bool:
 
 
 def apply_graph(text: str, value: Any) -> tuple[str, Check]:
-    """Write the canvas's nodes into the spec text's `model:` section and check the result.
+    """Write the canvas's nodes (and groups) into the spec text's `model:` section and check
+    the result.
 
     The task, train and every other section are kept as they are; so are the model's
-    other keys when it is a graph already.
+    other keys when it is a graph already. A value with a `groups` list sets the model's
+    `groups` (none written when it is empty); a value without one keeps the spec's.
 
     Raises:
         AppError: the YAML is malformed (fix it in the editor first), or the value holds no
@@ -275,7 +321,15 @@ def apply_graph(text: str, value: Any) -> tuple[str, Check]:
     kept = dict(model) if isinstance(model, Mapping) and model.get("type") == GRAPH_TYPE else {}
     kept.pop("type", None)
     kept.pop("nodes", None)
-    document["model"] = {"type": GRAPH_TYPE, "nodes": nodes, **kept}
+    groups = sent_groups(value)
+    if groups is not None:
+        kept.pop("groups", None)
+    document["model"] = {
+        "type": GRAPH_TYPE,
+        "nodes": nodes,
+        **({"groups": groups} if groups else {}),
+        **kept,
+    }
     new_text = dump(document)
     return new_text, check(new_text)
 

@@ -588,9 +588,10 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         except actions.REFUSED as error:
             return refused(error, 2)
         nodes, revision = canvas_actions.sent_nodes(value)
+        groups = canvas_actions.sent_groups(value)
         # An unchanged spec fires no `spec.change`: the canvas gets its report from here.
         answer = (
-            canvas_actions.canvas_value(text, revision=revision, nodes=nodes)
+            canvas_actions.canvas_value(text, revision=revision, nodes=nodes, groups=groups)
             if new_text == text
             else gr.skip()
         )
@@ -614,19 +615,23 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         a canvas that shows a graph keeps it, read-only, with the parse error.
         """
         nodes, revision = canvas_actions.sent_nodes(value)
+        groups = canvas_actions.sent_groups(value)
         if canvas_actions.unreadable(text) and canvas_actions.shows_graph(value):
             answer = canvas_actions.canvas_value(text, revision=max(revision, synced))
             return [gr.update(), answer]
         if not canvas_actions.is_graph(text):
             return [gr.update(visible=False), gr.skip()]
-        if nodes is not None and revision > synced and nodes != canvas_actions.graph_nodes(text):
+        pending = nodes != canvas_actions.graph_nodes(text) or (
+            groups is not None and groups != canvas_actions.graph_groups(text)
+        )
+        if nodes is not None and revision > synced and pending:
             return [gr.update(visible=True), gr.skip()]
         # The canvas's value may be older than the last edit written (read when this was
         # sent): the answer is stamped with that edit, and a canvas that has a newer one drops it.
         revision = max(revision, synced)
         return [
             gr.update(visible=True),
-            canvas_actions.canvas_value(text, revision=revision, nodes=nodes),
+            canvas_actions.canvas_value(text, revision=revision, nodes=nodes, groups=groups),
         ]
 
     spec.change(

@@ -324,3 +324,71 @@ def test_a_keras_file_that_cannot_be_a_graph_is_refused_and_nothing_written(tmp_
         canvas.open_keras_file(spec_text(), "")
     with pytest.raises(actions.AppError, match="fix it in the editor first"):
         canvas.open_keras_file("version: 1\nname: [unclosed\n", str(tmp_path / "lambda.keras"))
+
+
+# Groups: "repeat ×N" on the canvas -----------------------------------------------------------
+
+GROUPED_NODES = [
+    {"id": "tokens", "layer": "Input"},
+    {
+        "id": "embedding",
+        "layer": "Embedding",
+        "params": {"output_dim": 8},
+        "inputs": {"x": "tokens"},
+    },
+    {
+        "id": "block",
+        "layer": "TransformerEncoderBlock",
+        "params": {"num_heads": 2, "ff_dim": 16},
+        "inputs": {"x": "embedding"},
+    },
+    {"id": "pool", "layer": "GlobalAveragePooling1D", "inputs": {"x": "block"}},
+    {"id": "head", "layer": "Output", "inputs": {"x": "pool"}},
+]
+GROUPS = [{"id": "encoder_stack", "nodes": ["block"], "repeat": 3, "collapsed": True}]
+
+
+def test_apply_graph_writes_the_canvas_groups_and_canvas_value_returns_them():
+    sent = {"nodes": GROUPED_NODES, "groups": GROUPS, "revision": 2}
+    text, checked = canvas.apply_graph(spec_text(), json.dumps(sent))
+    assert checked.ok, checked.problems
+    assert parse_yaml(text)["model"] == {"type": "graph", "nodes": GROUPED_NODES, "groups": GROUPS}
+    value = canvas.canvas_value(text, revision=2, nodes=GROUPED_NODES, groups=GROUPS)
+    assert value["groups"] == GROUPS and value["origin"] == "canvas"
+    report = value["report"]
+    assert report["errors"] == {}
+    assert set(report["shapes"]) == {node["id"] for node in GROUPED_NODES}
+    assert report["groups"]["encoder_stack"]["shape"] == "(None, 6, 8)"
+    assert report["groups"]["encoder_stack"]["params"] == report["blocks"]["block"]["params"]
+    assert canvas.sent_groups(value) == GROUPS
+    again, _ = canvas.apply_graph(text, value)  # and back again: the same text
+    assert again == text
+
+
+def test_the_canvas_origin_needs_both_its_nodes_and_its_groups_to_be_the_texts():
+    text, _ = canvas.apply_graph(spec_text(), {"nodes": GROUPED_NODES, "groups": GROUPS})
+    other = [{**GROUPS[0], "repeat": 2}]
+    assert canvas.canvas_value(text, nodes=GROUPED_NODES, groups=GROUPS)["origin"] == "canvas"
+    assert canvas.canvas_value(text, nodes=GROUPED_NODES, groups=other)["origin"] == "spec"
+    assert canvas.canvas_value(text, nodes=GROUPED_NODES)["origin"] == "spec"  # sent none
+    assert canvas.canvas_value(text, nodes=GROUPED_NODES[:4], groups=GROUPS)["origin"] == "spec"
+    assert canvas.canvas_value(text, nodes=GROUPED_NODES, groups=other)["groups"] == GROUPS
+    plain, _ = canvas.apply_graph(spec_text(), {"nodes": GROUPED_NODES})
+    assert canvas.canvas_value(plain, nodes=GROUPED_NODES)["origin"] == "canvas"
+    assert canvas.canvas_value(plain, nodes=GROUPED_NODES, groups=[])["groups"] == []
+
+
+def test_groups_are_normalized_kept_without_a_groups_list_and_dropped_when_emptied():
+    messy = [{"collapsed": False, "repeat": 2, "nodes": ["block"], "id": "g", "junk": 1}, "x"]
+    assert canvas.normalized_groups(messy) == [
+        {"id": "g", "nodes": ["block"], "repeat": 2, "collapsed": False}
+    ]
+    assert canvas.sent_groups({"nodes": []}) is None
+    assert canvas.sent_groups('{"nodes": [], "groups": "no"}') is None
+    text, _ = canvas.apply_graph(spec_text(), {"nodes": GROUPED_NODES, "groups": GROUPS})
+    moved = [{**node, "position": [10, 20]} for node in GROUPED_NODES]
+    kept, _ = canvas.apply_graph(text, {"nodes": moved})  # a canvas that sends no groups
+    assert parse_yaml(kept)["model"]["groups"] == GROUPS
+    emptied, checked = canvas.apply_graph(text, {"nodes": GROUPED_NODES, "groups": []})
+    assert checked.ok and "groups" not in parse_yaml(emptied)["model"]
+    assert canvas.graph_groups(emptied) == [] and canvas.graph_groups(spec_text()) is None

@@ -372,7 +372,7 @@ def test_each_block_reports_its_own_parameters_counted_by_hand(monkeypatch):
     assert report.blocks["gru"]["kernel"]["fast"] is True
     assert report.blocks["dense"]["kernel"]["fast"] is None
     as_json = report.to_json()
-    assert set(as_json) == {"shapes", "edges", "errors", "params", "blocks"}
+    assert set(as_json) == {"shapes", "edges", "errors", "params", "blocks", "groups"}
     assert json.loads(json.dumps(as_json)) == as_json
     assert as_json["blocks"]["lstm"]["params"] == lstm
 

@@ -6,14 +6,18 @@ and `apply_graph` writes them into the text's `model:` section, leaving every ot
 section as it was; the caller checks the new text as for any other edit. A change of the
 text (typed YAML, a preset, the form) redraws the canvas from `canvas_value(text)`.
 
-The value the canvas gets is `{"nodes", "groups", "report", "catalog", "revision", "origin"}`:
+The value the canvas gets is `{"nodes", "groups", "report", "source", "revision", "origin"}`:
 `groups` is the spec's `model.groups` (`[{"id", "nodes", "repeat", "collapsed"}]`, empty
 when none; see `builder_ui.builders.graph_groups`), the report is
 `builder_ui.builders.graph.graph_report(...).to_json()` (shapes, edges, errors, params,
-blocks, groups), the catalog is `block_catalog()`, `revision` is the canvas edit the
+blocks, groups), `source` is the `fingerprint` of the text it was made from (a listener
+of the text's changes that finds its text answered already sends nothing),
+`revision` is the canvas edit the
 report answers, and `origin` is `"canvas"` when the nodes and groups are the canvas's own
 (only the report is new) or `"spec"` when they come from the text (the canvas adopts them).
-The canvas sends `{"nodes", "groups", "revision"}` (`groups` may be left out).
+The canvas sends `{"nodes", "groups", "revision"}` (`groups` may be left out). The block
+catalog (`catalog()`) does not change while the app runs: the canvas gets it once, with its
+script, not with every answer.
 Nothing here raises for a bad spec or a bad graph: problems go into the report's
 `errors`, under `"spec"` when they are outside the graph. No Gradio here.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -234,7 +239,7 @@ def canvas_value(
     nodes: list[dict[str, Any]] | None = None,
     groups: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """What the canvas shows for spec text: its nodes, their report and the block catalog.
+    """What the canvas shows for spec text: its nodes and groups, and their report.
 
     Args:
         text: The spec's YAML text.
@@ -259,10 +264,25 @@ def canvas_value(
         "nodes": shown,
         "groups": shown_groups,
         "report": report(text),
-        "catalog": block_catalog(),
+        "source": fingerprint(text),
         "revision": int(revision),
         "origin": origin,
     }
+
+
+def fingerprint(text: str) -> str:
+    """A short digest of spec text: which text a canvas value answers."""
+    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()[:16]
+
+
+def answers(value: Any, text: str) -> bool:
+    """Whether the canvas holds the answer for exactly this text already (`canvas_value`)."""
+    return _value(value).get("source") == fingerprint(text)
+
+
+def catalog() -> list[dict[str, Any]]:
+    """The blocks the canvas offers (`block_catalog()`), sent once with its script."""
+    return block_catalog()
 
 
 def _value(value: Any) -> Mapping[str, Any]:

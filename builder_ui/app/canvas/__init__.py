@@ -8,14 +8,16 @@ with nothing fetched at run time. The logic under `frontend/src/logic/` (the gra
 undo, port checks, layout, clipboard, the answer protocol) has unit tests run by
 `make test` (`node --test`).
 
-The component's value is JSON: `{"nodes": [...], "report": {...}, "catalog": [...],
-"revision": n, "origin": "spec" | "canvas" | "unreadable"}`. Python fills the report and
-the catalog (`builder_ui.app.actions.canvas`); the canvas sends back its nodes and revision
-with the custom event `EDIT_EVENT` (see `frontend/src/logic/sync.js`).
+The component's value is JSON: `{"nodes": [...], "groups": [...], "report": {...},
+"source": "...", "revision": n, "origin": "spec" | "canvas" | "unreadable"}`. Python fills
+the report (`builder_ui.app.actions.canvas`); the canvas sends back its nodes, groups and
+revision with the custom event `EDIT_EVENT` (see `frontend/src/logic/sync.js`). The block
+catalog goes in once, with the script.
 """
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -23,20 +25,23 @@ from typing import Any
 EDIT_EVENT = "graph_edit"  # the event the canvas triggers, named in `_START`
 # The component's own markup: the script fills it in. Static, so a new value never redraws it.
 HTML_TEMPLATE = '<div class="ksg-root" data-ready="false"></div>'
-_START = '\nKerasSeqCanvas.start({ element, props, trigger, watch }); // trigger("graph_edit")\n'
+_START = (
+    "\nKerasSeqCanvas.start({ element, props, trigger, watch, catalog: %s });"
+    ' // trigger("graph_edit")\n'
+)
 
 
 @cache
-def _script() -> str:
-    bundle = resources.files(__package__).joinpath("static", "graph_canvas.js")
-    return bundle.read_text(encoding="utf-8") + _START
+def _bundle() -> str:
+    return resources.files(__package__).joinpath("static", "graph_canvas.js").read_text("utf-8")
 
 
-def html_kwargs() -> dict[str, Any]:
-    """The `gr.HTML` arguments that make it the canvas: its template and its script."""
+def html_kwargs(catalog: list[dict[str, Any]]) -> dict[str, Any]:
+    """The `gr.HTML` arguments that make it the canvas: its template and its script, which
+    starts it with the block `catalog` (JSON is a JavaScript expression)."""
     return {
         "html_template": HTML_TEMPLATE,
         "css_template": "",
-        "js_on_load": _script(),
+        "js_on_load": _bundle() + _START % json.dumps(catalog, ensure_ascii=True),
         "apply_default_css": False,
     }

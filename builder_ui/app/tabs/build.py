@@ -276,7 +276,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
                 graph = gr.HTML(
                     canvas_actions.canvas_value(initial) if initial_graph else None,
                     elem_id="graph-canvas",
-                    **canvas.html_kwargs(),
+                    **canvas.html_kwargs(canvas_actions.catalog()),
                 )
             form_area = gr.Column(elem_id="spec-form")
         with gr.Column(scale=2):
@@ -582,18 +582,17 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     # -- the graph canvas -------------------------------------------------------------------
 
     def on_canvas_edit(text: str, value: Any) -> list:
-        """A canvas edit: its nodes go into the spec's `model:`; the report follows the spec."""
+        """A canvas edit: its nodes go into the spec's `model:`, and its report comes back."""
         try:
             new_text, result = canvas_actions.apply_graph(text, value)
         except actions.REFUSED as error:
             return refused(error, 2)
         nodes, revision = canvas_actions.sent_nodes(value)
         groups = canvas_actions.sent_groups(value)
-        # An unchanged spec fires no `spec.change`: the canvas gets its report from here.
-        answer = (
-            canvas_actions.canvas_value(text, revision=revision, nodes=nodes, groups=groups)
-            if new_text == text
-            else gr.skip()
+        # The canvas gets the new spec's report from here, at once; the spec's change then
+        # finds it answered (`on_spec_for_canvas`).
+        answer = canvas_actions.canvas_value(
+            new_text, revision=revision, nodes=nodes, groups=groups
         )
         return [*spec_updates(new_text, result), revision, answer]
 
@@ -614,6 +613,8 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         keeps its nodes (that edit's own change redraws it). While the YAML does not parse,
         a canvas that shows a graph keeps it, read-only, with the parse error.
         """
+        if canvas_actions.answers(value, text):  # a canvas edit's handler answered it
+            return [gr.skip(), gr.skip()]
         nodes, revision = canvas_actions.sent_nodes(value)
         groups = canvas_actions.sent_groups(value)
         if canvas_actions.unreadable(text) and canvas_actions.shows_graph(value):

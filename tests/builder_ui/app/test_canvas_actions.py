@@ -91,7 +91,7 @@ def test_the_report_gives_every_edge_a_shape_and_the_catalog_its_blocks():
     shapes = {(e["source"], e["target"], e["port"]): e["shape"] for e in report["edges"]}
     assert shapes[("encoder", "attention", "query")] == "(None, 6, 12)"
     assert shapes[("pool", "merged", "x")] == "(None, 12)"
-    names = [block["name"] for block in value["catalog"]]
+    names = [block["name"] for block in canvas.catalog()]
     assert {"Input", "Output", "LSTM", "MultiHeadAttention", "Add", "Concatenate"} <= set(names)
 
 
@@ -197,12 +197,13 @@ DOCUMENT_HOSTS = {"www.w3.org", "svelte.dev", "svelteflow.dev", "${e}flow.dev"}
 
 
 def test_the_canvas_script_ships_with_the_package_names_its_event_and_fetches_nothing():
-    kwargs = html_kwargs()
+    kwargs = html_kwargs([{"name": "Input"}])
     script = kwargs["js_on_load"]
     assert f'trigger("{EDIT_EVENT}")' in script
-    assert script.rstrip().endswith(
-        'KerasSeqCanvas.start({ element, props, trigger, watch }); // trigger("graph_edit")'
+    start = (
+        'KerasSeqCanvas.start({ element, props, trigger, watch, catalog: [{"name": "Input"}] });'
     )
+    assert script.rstrip().endswith(f'{start} // trigger("graph_edit")')
     assert kwargs["css_template"] == ""  # the styles go in with the script
     hosts = set(re.findall(r"https?://([^/\"'`\s?]+)", script))
     assert hosts <= DOCUMENT_HOSTS, hosts - DOCUMENT_HOSTS

@@ -711,8 +711,17 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         outputs=[summary_headline, summary_table, diagram],
         api_name="summarize",
     )
+
+    def on_spec_for_summary(headline: str = "") -> list:
+        """A changed spec clears the summary of the model built before, if one is shown (an
+        empty table sent at every edit costs the page a redraw of it)."""
+        if not headline:
+            return [gr.skip(), gr.skip(), gr.skip()]
+        return ["", {"headers": list(model_view.TABLE_HEADERS), "data": []}, ""]
+
     spec.change(
-        lambda: ["", {"headers": list(model_view.TABLE_HEADERS), "data": []}, ""],
+        on_spec_for_summary,
+        inputs=[summary_headline],
         outputs=[summary_headline, summary_table, diagram],
         api_name="clear_summary",
         show_progress="hidden",

@@ -14,6 +14,8 @@ page's console is watched. Screenshots go to `$KERAS_SEQ_SCREENSHOTS` (default
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,21 @@ def open_build(browser, server):
 
     yield open_one
     for context in contexts:
+        context.close()
+
+
+@contextmanager
+def opened_page(browser, server) -> Iterator[Watched]:
+    """A page of its own (a new browser context) on the app, its Build tab loaded."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        watched = Watched(page)
+        page.goto(server.url)
+        page.wait_for_selector("#field-task-lag input")  # the first preset: Elman's RNN
+        yield watched
+    finally:
         context.close()
 
 
@@ -427,13 +444,8 @@ def test_the_same_graph_built_with_the_keyboard_alone(open_build):
 def test_a_preset_of_the_arc_opens_as_a_graph_of_its_own_layers(browser, server):
     from playwright.sync_api import expect
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        watched = Watched(page)
-        page.goto(server.url)
-        page.wait_for_selector("#field-task-lag input")  # the first preset: Elman's RNN
+    with opened_page(browser, server) as watched:
+        page = watched.page
         page.locator("#open-as-graph").click()
         # Input, the SimpleRNN, the softmax head: the preset's own layers, each edge shaped.
         expect(nodes(page)).to_have_count(3)
@@ -443,8 +455,6 @@ def test_a_preset_of_the_arc_opens_as_a_graph_of_its_own_layers(browser, server)
         expect(page.locator("#spec-errors")).to_contain_text("Valid spec")
         screenshot(page, "canvas-6-preset-as-graph")
         assert watched.problems() == []
-    finally:
-        context.close()
 
 
 LABEL_BOXES = """() => [...document.querySelectorAll('.ksg-edge-label')].map((label) => {
@@ -471,13 +481,8 @@ def test_a_seq2seq_preset_opens_as_an_encoder_graph_and_one_decoder_block(browse
 
     from tests.app.test_app_build_form import pick_preset
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        watched = Watched(page)
-        page.goto(server.url)
-        page.wait_for_selector("#field-task-lag input")
+    with opened_page(browser, server) as watched:
+        page = watched.page
         pick_preset(page, "7 · Seq2seq + Bahdanau attention")
         expect(page.locator("#spec-yaml")).to_contain_text("attention: bahdanau")
         page.locator("#open-as-graph").click()
@@ -493,8 +498,6 @@ def test_a_seq2seq_preset_opens_as_an_encoder_graph_and_one_decoder_block(browse
         assert overlapping(page.evaluate(LABEL_BOXES)) == []  # no label covers another
         screenshot(page, "canvas-7-seq2seq-as-graph")
         assert watched.problems() == []
-    finally:
-        context.close()
 
 
 def stage_point(page, fx: float, fy: float) -> tuple[float, float]:
@@ -694,13 +697,8 @@ def test_a_seven_block_attention_classifier_in_at_most_twenty_mouse_actions(brow
     counting every click and drag, and checked valid by the server."""
     from playwright.sync_api import expect
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        watched = Watched(page)
-        page.goto(server.url)
-        page.wait_for_selector("#field-task-lag input")
+    with opened_page(browser, server) as watched:
+        page = watched.page
         fill_field(page, "name", "seven-blocks")
         for field, value in TINY_FIELDS.items():
             fill_field(page, field, value)
@@ -746,8 +744,6 @@ def test_a_seven_block_attention_classifier_in_at_most_twenty_mouse_actions(brow
         print(f"seven-block classifier: {mouse.actions} mouse actions")
         assert mouse.actions <= MOUSE_ACTIONS_BAR
         assert watched.problems() == []
-    finally:
-        context.close()
 
 
 def test_a_keras_file_opens_as_a_graph_of_its_layers(open_build, tmp_path):
@@ -798,12 +794,8 @@ def test_axe_core_finds_no_serious_violation_on_the_build_tab_with_a_graph(brows
 
     from tests.app.test_app_build_form import pick_preset
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        page.goto(server.url)
-        page.wait_for_selector("#field-task-lag input")
+    with opened_page(browser, server) as watched:
+        page = watched.page
         pick_preset(page, "7 · Seq2seq + Bahdanau attention")
         page.locator("#open-as-graph").click()
         expect(nodes(page)).to_have_count(5)
@@ -811,8 +803,6 @@ def test_axe_core_finds_no_serious_violation_on_the_build_tab_with_a_graph(brows
         expect(canvas(page).locator("#ksg-param-units")).to_be_visible()
         page.add_script_tag(path=str(AXE))
         assert page.evaluate(AXE_RUN) == []
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize(
@@ -831,13 +821,8 @@ def test_the_vit_and_the_transformer_seq2seq_open_on_the_canvas_laid_out(
 
     from tests.app.test_app_build_form import pick_preset
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        watched = Watched(page)
-        page.goto(server.url)
-        page.wait_for_selector("#field-task-lag input")
+    with opened_page(browser, server) as watched:
+        page = watched.page
         pick_preset(page, preset)
         page.locator("#open-as-graph").click()
         expect(canvas(page).locator(f'.ksg-node[data-layer="{blocks}"]')).to_have_count(1)
@@ -852,8 +837,6 @@ def test_the_vit_and_the_transformer_seq2seq_open_on_the_canvas_laid_out(
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         canvas(page).locator(".ksg-root").screenshot(path=SCREENSHOTS / f"{shot}.png")
         assert watched.problems() == []
-    finally:
-        context.close()
 
 
 def test_a_group_repeated_three_times_collapses_expands_and_counts_its_copies(open_build):

@@ -78,6 +78,7 @@ def search_form(spec_code: gr.Code) -> None:
                     ),
                 ]  # fmt: skip
         message = gr.Markdown(elem_id="search-message")
+    offered = gr.State(None)  # the field menus' choices (`on_spec`)
     settings = [enabled, method, trials, seed, asha, grace, reduction]
     controls = [*settings, *row_fields]
 
@@ -91,22 +92,29 @@ def search_form(spec_code: gr.Code) -> None:
         except actions.REFUSED as error:
             return [gr.skip(), f"✗ {error}"]
 
-    def on_spec(text: str, *values: Any) -> list:
-        """The spec changed: fill the form from it, unless the form says the same already."""
+    def on_spec(text: str, offered: list[str] | None, *values: Any) -> list:
+        """The spec changed: fill the form from it, unless the form says the same already.
+
+        `offered` is what the field menus offer (the spec's paths when last read): a spec
+        whose paths are the same leaves the menus alone, so that an edit elsewhere (a canvas
+        block's parameter) sends the page nothing to redraw here.
+        """
         try:
             read = forms.read_search(text, form_of_controls(list(values)))
         except actions.REFUSED:  # a YAML being typed: the form waits for one that parses
-            return [gr.skip()] * (len(controls) + 1)
+            return [gr.skip()] * (len(controls) + 2)
         found = read.form
         if read.shown:  # only each field menu's choices, which follow the spec
+            if read.paths == offered:
+                return [gr.skip()] * (len(controls) + 2)
             menus = [gr.update(choices=read.paths)] + [gr.skip()] * (forms.ROW_FIELDS - 1)
-            return [*[gr.skip()] * len(settings), *menus * forms.MAX_ROWS, ""]
+            return [*[gr.skip()] * len(settings), *menus * forms.MAX_ROWS, "", read.paths]
         updates = [found.enabled, found.method, found.num_trials, found.seed, found.asha]
         updates += [found.grace_period, found.reduction_factor]
         for row in forms.rows_of(found):
             updates += [gr.update(value=row.path or None, choices=read.paths), row.kind]
             updates += [row.values, row.low, row.high, row.count]
-        return [*updates, ""]
+        return [*updates, "", read.paths]
 
     # `input`: the user's own changes (the form filled from the spec sends none, so it never
     # writes the spec back over the text as typed).
@@ -121,8 +129,8 @@ def search_form(spec_code: gr.Code) -> None:
     )
     spec_code.change(
         on_spec,
-        inputs=[spec_code, *controls],
-        outputs=[*controls, message],
+        inputs=[spec_code, offered, *controls],
+        outputs=[*controls, message, offered],
         api_name="search_form_of_spec",
         show_progress="hidden",
     )

@@ -82,7 +82,7 @@ from builder_ui.builders.validation import load_spec, resolve_component
 from builder_ui.specs import ExperimentSpec, ModelParams, SpecError, StrictModel
 
 NODE_ID_PATTERN = graph_groups.NODE_ID_PATTERN  # r"^[a-z][a-z0-9_]{0,63}$"
-MAX_NODES = 256
+MAX_NODES = graph_groups.MAX_NODES  # 256
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Scalar = bool | int | Finite | str | None

@@ -48,8 +48,9 @@ from builder_ui.specs import StrictModel
 MAX_REPEAT = 64
 MAX_GROUPS = 64
 CHAINED_PORT = "x"  # the port whose outside edges chain the copies; the others are shared
-NODE_ID_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"  # as `graph.NODE_ID_PATTERN` (graph imports this)
-MAX_MEMBERS = 256  # as `graph.MAX_NODES`
+# A node's id, and the most nodes a graph may hold once expanded (`graph` takes both from here).
+NODE_ID_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+MAX_NODES = 256
 
 
 class GraphGroup(StrictModel):
@@ -65,7 +66,7 @@ class GraphGroup(StrictModel):
     id: Annotated[str, Field(pattern=NODE_ID_PATTERN)]
     nodes: Annotated[
         list[Annotated[str, Field(pattern=NODE_ID_PATTERN)]],
-        Field(min_length=1, max_length=MAX_MEMBERS),
+        Field(min_length=1, max_length=MAX_NODES),
     ]
     repeat: Annotated[int, Field(ge=1, le=MAX_REPEAT)] = 1
     collapsed: bool = False
@@ -160,7 +161,7 @@ def _chained(nodes: Sequence[Mapping[str, Any]], members: set[str]) -> bool:
 def problems(
     nodes: Sequence[Mapping[str, Any]],
     groups: Sequence[Mapping[str, Any]],
-    max_nodes: int = MAX_MEMBERS,
+    max_nodes: int = MAX_NODES,
 ) -> list[GroupProblem]:
     """Everything wrong with the groups of a graph (see the module docstring); no Keras.
 

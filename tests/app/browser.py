@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import time
@@ -64,6 +65,7 @@ class Watched:
         self.page = page
         self.console: list[tuple[str, str]] = []
         self.joins: list[float] = []  # monotonic time of each event sent to the server
+        self.join_events: list[str] = []  # and which event it was (`_event_of`), to say so
         self.failed: list[str] = []
         self.unloading = False
         self.unload_noise: list[str] = []
@@ -91,6 +93,7 @@ class Watched:
     def _request(self, request) -> None:
         if "/queue/join" in request.url:
             self.joins.append(time.monotonic())
+            self.join_events.append(_event_of(request))
 
     def problems(self) -> list[str]:
         """Console errors, and the warnings of a chart whose numbers were strings."""
@@ -99,3 +102,12 @@ class Watched:
             for kind, text in self.console
             if kind == "error" or "zero is dropped" in text
         ]
+
+
+def _event_of(request) -> str:
+    """Which event a queue join sends: its `fn_index` and `trigger_id` (Gradio's ids)."""
+    try:
+        body = json.loads(request.post_data or "{}")
+    except ValueError:
+        return "unreadable join"
+    return f"fn_index {body.get('fn_index')}, trigger {body.get('trigger_id')}"

@@ -153,10 +153,21 @@ def wire(page, source: str, target: str, name: str = "x") -> None:
     """
     from playwright.sync_api import expect
 
+    settled(page)
     canvas(page).locator(".ksg-stage").scroll_into_view_if_needed()
     out = canvas(page).locator(f'.ksg-out[data-node="{source}"]')
     mouse_drag(page, middle(out), middle(port(page, target, name)))
     expect(edge(page, source, target, name)).to_have_count(1)
+
+
+def settled(page) -> None:
+    """Wait until the canvas has drawn the server's answer to its newest edit: a block grows
+    by a line when its report comes (its parameters), moving its ports, so a gesture aimed
+    before that would miss them."""
+    page.wait_for_function(
+        """() => { const root = document.querySelector('#graph-canvas .ksg-root');
+            return root && root.dataset.answered === root.dataset.revision; }"""
+    )
 
 
 def middle(locator) -> tuple[float, float]:
@@ -618,6 +629,24 @@ def test_the_node_editor_gestures_search_quick_add_wiring_hints_copy_paste_and_t
     assert page.evaluate(OVERLAPS) == 0
     screenshot(page, "canvas-10-tidied")
 
+    # Shift+drag a box over the stage's upper half: the blocks wholly inside it are selected.
+    canvas(page).locator(".ksg-stage").scroll_into_view_if_needed()
+    start, end = stage_point(page, 0.02, 0.02), stage_point(page, 0.98, 0.5)
+    inside = page.evaluate(
+        """([x1, y1, x2, y2]) => [...document.querySelectorAll('#graph-canvas .ksg-node')]
+            .filter((n) => { const r = n.getBoundingClientRect();
+                return r.width && r.left >= x1 && r.right <= x2 && r.top >= y1 && r.bottom <= y2; })
+            .map((n) => n.dataset.id).sort()""",
+        [*start, *end],
+    )
+    assert inside, "the box holds no block: the layout changed"
+    page.keyboard.down("Shift")
+    mouse_drag(page, start, end)
+    page.keyboard.up("Shift")
+    chosen = canvas(page).locator(".ksg-node.selected")
+    expect(chosen).to_have_count(len(inside))
+    assert sorted(chosen.evaluate_all("(nodes) => nodes.map((n) => n.dataset.id)")) == inside
+
     # Zoom in with the controls; the minimap is there; the graph downloads as SVG.
     viewport = canvas(page).locator(".svelte-flow__viewport")
     before = viewport.get_attribute("style")
@@ -671,6 +700,7 @@ class Mouse:
 
     def wire_to_new(self, source: str, block: str) -> None:
         """Drop a wire from `source` on an empty spot of the stage, type the block, Enter."""
+        settled(self.page)
         start = centre(canvas(self.page).locator(f'.ksg-out[data-node="{source}"]'))  # scrolls
         point = self.page.evaluate(EMPTY_POINT)
         if point is None:  # the stage is full: zoom out a step

@@ -150,7 +150,7 @@ def test_a_reload_or_a_new_tab_lists_and_follows_the_training_run(open_train, se
     expect(progress_of(page, long_run, "running")).not_to_contain_text(
         f"epoch {first}/200", timeout=TRAIN_TIMEOUT_MS
     )
-    assert watched.joins == [] and watched.failed == []
+    assert watched.joins == [] and watched.failed == [], (watched.join_events, watched.failed)
     watched.reload()
     page.get_by_role("tab", name="Train").click()
     live = progress_of(page, long_run, "running")
@@ -205,7 +205,7 @@ def test_an_idle_page_sends_no_requests_and_aborts_none(open_train):
     watched.joins.clear()
     watched.failed.clear()
     time.sleep(IDLE_WATCH_S)
-    assert watched.joins == [] and watched.failed == []
+    assert watched.joins == [] and watched.failed == [], (watched.join_events, watched.failed)
     assert watched.problems() == []
 
 

@@ -12,7 +12,7 @@ import copy
 import keras
 import pytest
 
-from builder_ui.builders import graph, graph_groups, load_spec, prepare
+from builder_ui.builders import load_spec, prepare
 from builder_ui.builders.graph import MAX_NODES, graph_report, plain_nodes
 from builder_ui.builders.graph_groups import copy_id, expand, expansion, problems
 from builder_ui.results.model_source import model_source
@@ -65,8 +65,6 @@ CHAIN = [
 
 def test_copy_k_of_a_member_is_named_m_k_and_copy_1_is_the_member():
     assert [copy_id("block", k) for k in (1, 2, 3)] == ["block", "block_2", "block_3"]
-    assert graph_groups.NODE_ID_PATTERN == graph.NODE_ID_PATTERN
-    assert graph_groups.MAX_MEMBERS == graph.MAX_NODES
 
 
 def test_an_outside_edge_into_x_is_chained_and_the_exit_is_rewired_to_the_last_copy():

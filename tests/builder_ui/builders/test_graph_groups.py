@@ -17,17 +17,9 @@ from builder_ui.builders.graph import MAX_NODES, graph_report, plain_nodes
 from builder_ui.builders.graph_groups import copy_id, expand, expansion, problems
 from builder_ui.results.model_source import model_source
 from builder_ui.specs import SpecError
+from tests.builder_ui.builders.test_graph_seq2seq import node
 
 TOKENS = {"type": "long_lag", "lag": 6, "n": 120, "encoding": "ids", "num_distractors": 4}
-
-
-def node(node_id, layer, inputs=None, **params):
-    found = {"id": node_id, "layer": layer}
-    if params:
-        found["params"] = params
-    if inputs is not None:
-        found["inputs"] = inputs if isinstance(inputs, dict) else {"x": inputs}
-    return found
 
 
 def group(group_id, members, repeat=1, **extra):

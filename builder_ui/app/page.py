@@ -114,9 +114,32 @@ def build_app(
         # Another tab chosen: a reload opens the page's first tab, not Compare's view.
         for other in (build_page, train_page, inspect, export, lab, about):
             other.select(None, None, None, js=LEAVE_COMPARE_JS)
+    _progress_on_components(app)
     app.queue(default_concurrency_limit=CONCURRENCY)
     app.keras_seq_context = ctx
     return app
+
+
+def _progress_on_components(app: gr.Blocks) -> None:
+    """Register each event's progress only on components, never on layout, and none for
+    an event whose progress is hidden.
+
+    Gradio's page re-sends every registered component its loading status after each event
+    message, walking the whole subtree of a registered container (the tabs: every value on
+    the page copied) — 150 ms of every canvas edit when one event registered the tabs. A
+    hidden progress registers nothing (`show_progress_on=[]`, which Gradio reads as none).
+    """
+    for fn in app.fns.values():
+        if fn.show_progress == "hidden":
+            fn.show_progress_on = []
+        elif fn.show_progress_on is None:
+            fn.show_progress_on = [block for block in fn.outputs if _shows_progress(block)]
+
+
+def _shows_progress(block: gr.blocks.Block) -> bool:
+    """A component the page draws (not layout, nor a value kept out of sight)."""
+    unseen = (gr.blocks.BlockContext, gr.State, gr.BrowserState, gr.Timer)
+    return not isinstance(block, unseen)
 
 
 def start(

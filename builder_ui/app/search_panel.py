@@ -78,43 +78,50 @@ def search_form(spec_code: gr.Code) -> None:
                     ),
                 ]  # fmt: skip
         message = gr.Markdown(elem_id="search-message")
-    offered = gr.State(None)  # the field menus' choices (`on_spec`)
     settings = [enabled, method, trials, seed, asha, grace, reduction]
     controls = [*settings, *row_fields]
 
     def form_of_controls(values: list[Any]) -> forms.SearchForm:
         return forms.form_from_fields(*values[: len(settings)], values[len(settings) :])
 
+    # What the controls show, and what the field menus offer (the spec's paths when last
+    # read), kept beside them: a spec's change reads these two instead of the 32 controls,
+    # each of which the page would otherwise mark busy at every later event.
+    shown = gr.State(form_of_controls([control.value for control in controls]))
+    offered = gr.State(None)
+
     def on_form(text: str, *values: Any) -> list:
         """The form changed: write it into the spec (or say why not, the spec untouched)."""
+        form = form_of_controls(list(values))
         try:
-            return [forms.with_search(text, form_of_controls(list(values))), ""]
+            return [forms.with_search(text, form), "", form]
         except actions.REFUSED as error:
-            return [gr.skip(), f"✗ {error}"]
+            return [gr.skip(), f"✗ {error}", form]
 
-    def on_spec(text: str, offered: list[str] | None, *values: Any) -> list:
+    def on_spec(text: str, form: forms.SearchForm, offered: list[str] | None) -> list:
         """The spec changed: fill the form from it, unless the form says the same already.
 
-        `offered` is what the field menus offer (the spec's paths when last read): a spec
-        whose paths are the same leaves the menus alone, so that an edit elsewhere (a canvas
-        block's parameter) sends the page nothing to redraw here.
+        A spec whose paths are those the menus offer leaves the menus alone, so that an edit
+        elsewhere (a canvas block's parameter) sends the page nothing to redraw here.
         """
+        unchanged = [gr.skip()] * (len(controls) + 3)
         try:
-            read = forms.read_search(text, form_of_controls(list(values)))
+            read = forms.read_search(text, form)
         except actions.REFUSED:  # a YAML being typed: the form waits for one that parses
-            return [gr.skip()] * (len(controls) + 2)
+            return unchanged
         found = read.form
         if read.shown:  # only each field menu's choices, which follow the spec
             if read.paths == offered:
-                return [gr.skip()] * (len(controls) + 2)
+                return unchanged
             menus = [gr.update(choices=read.paths)] + [gr.skip()] * (forms.ROW_FIELDS - 1)
-            return [*[gr.skip()] * len(settings), *menus * forms.MAX_ROWS, "", read.paths]
+            kept = [gr.skip()] * len(settings)
+            return [*kept, *menus * forms.MAX_ROWS, "", gr.skip(), read.paths]
         updates = [found.enabled, found.method, found.num_trials, found.seed, found.asha]
         updates += [found.grace_period, found.reduction_factor]
         for row in forms.rows_of(found):
             updates += [gr.update(value=row.path or None, choices=read.paths), row.kind]
             updates += [row.values, row.low, row.high, row.count]
-        return [*updates, "", read.paths]
+        return [*updates, "", found, read.paths]
 
     # `input`: the user's own changes (the form filled from the spec sends none, so it never
     # writes the spec back over the text as typed).
@@ -122,15 +129,15 @@ def search_form(spec_code: gr.Code) -> None:
         [control.input for control in controls],
         on_form,
         inputs=[spec_code, *controls],
-        outputs=[spec_code, message],
+        outputs=[spec_code, message, shown],
         api_name="search_form",
         trigger_mode="always_last",
         show_progress="hidden",
     )
     spec_code.change(
         on_spec,
-        inputs=[spec_code, offered, *controls],
-        outputs=[*controls, message, offered],
+        inputs=[spec_code, shown, offered],
+        outputs=[*controls, message, shown, offered],
         api_name="search_form_of_spec",
         show_progress="hidden",
     )

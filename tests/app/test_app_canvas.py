@@ -647,16 +647,43 @@ def test_the_node_editor_gestures_search_quick_add_wiring_hints_copy_paste_and_t
     expect(chosen).to_have_count(len(inside))
     assert sorted(chosen.evaluate_all("(nodes) => nodes.map((n) => n.dataset.id)")) == inside
 
-    # Zoom in with the controls; the minimap is there; the graph downloads as SVG.
+    # Zoom in with the controls, with the wheel, and with a pinch (a trackpad's pinch reaches
+    # the page as a wheel event with Ctrl held); the minimap is there.
     viewport = canvas(page).locator(".svelte-flow__viewport")
-    before = viewport.get_attribute("style")
-    canvas(page).locator(".svelte-flow__controls-zoomin").click()
-    expect(viewport).not_to_have_attribute("style", before)
+    zooms = []
+    for zoom_in in (
+        lambda: canvas(page).locator(".svelte-flow__controls-zoomin").click(),
+        lambda: page.mouse.wheel(0, -300),
+        lambda: (page.keyboard.down("Control"), page.mouse.wheel(0, -100)),
+    ):
+        zooms.append(viewport.evaluate(SCALE))
+        page.mouse.move(*stage_point(page, 0.5, 0.5))
+        zoom_in()
+        page.keyboard.up("Control")
+        page.wait_for_function(
+            f"(before) => ({SCALE})(document.querySelector('{VIEWPORT}')) > before", arg=zooms[-1]
+        )
     expect(canvas(page).locator(".svelte-flow__minimap")).to_be_visible()
-    with page.expect_download() as download:
-        canvas(page).locator(".ksg-export-svg").click()
-    assert download.value.suggested_filename == "graph.svg"
+
+    # A block dragged to the stage's edge and held there pans the stage (auto-pan).
+    before = viewport.get_attribute("style")
+    page.mouse.move(*centre(node(page, "dense")))
+    page.mouse.down()
+    page.mouse.move(*stage_point(page, 0.995, 0.5), steps=8)
+    expect(viewport).not_to_have_attribute("style", before)
+    page.mouse.up()
+
+    # The graph downloads as SVG and as PNG, each a file of its kind.
+    for kind, start in (("svg", b"<svg"), ("png", b"\x89PNG")):
+        with page.expect_download() as download:
+            canvas(page).locator(f".ksg-export-{kind}").click()
+        assert download.value.suggested_filename == f"graph.{kind}"
+        assert Path(download.value.path()).read_bytes().lstrip().startswith(start)
     assert watched.problems() == []
+
+
+VIEWPORT = "#graph-canvas .svelte-flow__viewport"
+SCALE = "(v) => new DOMMatrix(getComputedStyle(v).transform).a"  # the stage's zoom
 
 
 # A point of the stage, on screen, where a new block fits: no block, the minimap or the zoom
@@ -906,6 +933,11 @@ def test_a_group_repeated_three_times_collapses_expands_and_counts_its_copies(op
     expect(folded).to_contain_text("group ×3")
     expect(node(page, "dense")).to_be_hidden()
     expect(yaml).to_contain_text("collapsed: true")
+    # Its output connects from the keyboard as its last copy's block does.
+    canvas(page).locator('.ksg-out[data-node="group"]').focus()
+    page.keyboard.press("Enter")
+    expect(canvas(page).locator(".ksg-status")).to_contain_text("Connecting dense")
+    page.keyboard.press("Escape")
     folded.locator(".ksg-expand").click()
     expect(node(page, "dense")).to_be_visible()
     page.keyboard.press("Control+z")  # the fold, undone: folded again

@@ -234,7 +234,8 @@ class GraphBuilder(ModelBuilder):
 
     def build(self, params, task):
         """A functional `keras.Model` whose layers are named by node id (see the class)."""
-        return build_nodes(plain_nodes(params), task)
+        expansion = expanded_nodes(params)
+        return build_nodes(expansion.nodes, task, locate=expansion.original)
 
     # A graph with a decoder block trains and is scored as its model type does.
 
@@ -319,9 +320,18 @@ def _sources(node: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def build_nodes(nodes: list[dict[str, Any]], task: Any, name: str = "graph") -> Any:
+def build_nodes(
+    nodes: list[dict[str, Any]],
+    task: Any,
+    name: str = "graph",
+    locate: Callable[[graph_shapes.NodeProblem], graph_shapes.NodeProblem] | None = None,
+) -> Any:
     """The model of a graph: a functional `keras.Model` named `name`, its layers named by
     node id; for a translating task an `AssembledSeq2Seq` (see `GraphBuilder`).
+
+    Args:
+        locate: A problem of `nodes` as one of the spec's own nodes (for expanded groups:
+            `ExpandedNodes.original`); by default `nodes` are the spec's.
 
     Raises:
         SpecError: the walk's problems, at `model.nodes[i]...`.
@@ -333,7 +343,8 @@ def build_nodes(nodes: list[dict[str, Any]], task: Any, name: str = "graph") -> 
     skip = frozenset() if decoder is None else frozenset({decoder["id"], _output_id(nodes)})
     walk = graph_shapes.walk(nodes, task, symbolic=False, skip=skip)
     if walk.problems:
-        raise SpecError([(f"model.{p.path}", p.message) for p in walk.problems])
+        located = map(locate, walk.problems) if locate else walk.problems
+        raise SpecError([(f"model.{p.path}", p.message) for p in located])
     if decoder is None:
         return keras.Model(walk.tensors[walk.input_id], walk.tensors[walk.output_id], name=name)
     return _assembled_seq2seq(decoder, walk, task, name)

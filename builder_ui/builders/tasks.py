@@ -475,7 +475,7 @@ class ParallelTextParams(_TextFields):
         seed: Seed of the split.
         max_source_length, max_target_length: Longer pairs are dropped;
             null keeps every length.
-        lowercase: Lowercase both sides.
+        lowercase: Lowercase both sides (default false: translations keep their case).
         max_vocab_size: Most ids per vocabulary; rarer words become `<unk>`.
         malformed: `raise` on a line without a tab (with its number), or `skip` it.
         tokenizer, vocab_size: Words or subword pieces (see `_TextFields`).
@@ -487,7 +487,7 @@ class ParallelTextParams(_TextFields):
     seed: Seed = 0
     max_source_length: Annotated[int, Field(ge=1, le=MAX_LENGTH)] | None = None
     max_target_length: Annotated[int, Field(ge=1, le=MAX_LENGTH)] | None = None
-    lowercase: bool = True
+    lowercase: bool = False
     max_vocab_size: Annotated[int, Field(ge=5, le=2**20)] | None = None
     malformed: Literal["raise", "skip"] = "raise"
 

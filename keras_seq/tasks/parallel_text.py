@@ -202,7 +202,7 @@ def task_from_pairs(
     train_pairs,
     val_pairs,
     *,
-    lowercase=True,
+    lowercase=False,
     max_vocab_size=None,
     min_count=1,
     tokenizer="word",
@@ -225,7 +225,8 @@ def task_from_pairs(
     Args:
         train_pairs: A sequence of `(source, target)` string pairs.
         val_pairs: The validation pairs, likewise.
-        lowercase: Whether the vocabularies lowercase. Default True.
+        lowercase: Whether the vocabularies lowercase. Default False: the
+            translations keep the case a reader expects.
         max_vocab_size: Most ids per vocabulary, its 4 special tokens
             included (see `Vocabulary.build`); None keeps every token.
         min_count: Tokens seen fewer times in training become UNK. Default 1.
@@ -294,7 +295,7 @@ def load_parallel_text(
     seed=0,
     max_source_length=None,
     max_target_length=None,
-    lowercase=True,
+    lowercase=False,
     max_vocab_size=None,
     malformed="raise",
     tokenizer="word",
@@ -319,7 +320,9 @@ def load_parallel_text(
             None (default) keeps every length.
         max_target_length: Pairs whose target has more tokens (END not
             counted) are dropped; None keeps every length.
-        lowercase: Whether to lowercase both sides. Default True.
+        lowercase: Whether to lowercase both sides. Default False: the
+            translations keep their case. The split compares sources without
+            case either way ("Go." and "go." are one source sentence).
         max_vocab_size: Most ids per vocabulary, special tokens included;
             rarer words become UNK. None (default) keeps every word.
         malformed: `"raise"` (default) or `"skip"`: see `read_parallel_text`.
@@ -345,7 +348,7 @@ def load_parallel_text(
     >>> task.num_train, task.num_val
     (2, 1)
     >>> task.source_vocabulary.tokenize("Go.")
-    ['go', '.']
+    ['Go', '.']
     """
     validation.rate("validation_split", validation_split)
     validation.seed("seed", seed)
@@ -370,7 +373,7 @@ def load_parallel_text(
             f"max_source_length={max_source_length!r} and "
             f"max_target_length={max_target_length!r}; a task needs at least 2."
         )
-    train, val = split_pairs(kept, validation_split, seed, lowercase=lowercase)
+    train, val = split_pairs(kept, validation_split, seed)  # sources compared without case
     params = {
         "path": os.fspath(path),
         "validation_split": validation_split,

@@ -13,6 +13,11 @@ from keras_seq.tasks import (
 )
 from keras_seq.tasks.vocabulary import tokenize
 
+
+def cased(text: str) -> list[str]:
+    return tokenize(text, lowercase=False)
+
+
 ATTRIBUTION = "CC-BY 2.0 (France) Attribution: tatoeba.org #2877272 (CM) & #1158250 (Wittydev)"
 
 ANKI = [
@@ -145,36 +150,36 @@ def test_split_keeps_every_source_sentence_on_one_side(tmp_path):
 
 
 def test_load_builds_vocabularies_from_the_training_split_only(tmp_path):
+    """Case kept by default (translations come out cased); the split compares sources
+    without case."""
     task = load_parallel_text(_anki_file(tmp_path), validation_split=0.25, seed=1)
     train, val = split_pairs(ANKI, 0.25, seed=1)
     assert (task.num_train, task.num_val) == (len(train), len(val))
-    english = {t for s, _ in train for t in tokenize(s)}
-    french = {t for _, t in train for t in tokenize(t)}
+    english = {t for s, _ in train for t in cased(s)}
+    french = {t for _, t in train for t in cased(t)}
     assert set(task.source_vocabulary.tokens[4:]) == english
     assert set(task.target_vocabulary.tokens[4:]) == french
     # A word seen only in validation is UNK there.
-    val_only = {t for s, _ in val for t in tokenize(s)} - english
+    val_only = {t for s, _ in val for t in cased(s)} - english
     assert val_only and np.any(task.x_val == Vocabulary.UNK)
     assert not np.any(task.x_train == Vocabulary.UNK)
-    # Rows decode to the lowercased tokens of their sentences.
+    # Rows decode to the tokens of their sentences, case kept.
     for (source, target), x, y in zip(train, task.x_train, task.y_train, strict=True):
-        assert task.source_vocabulary.decode(x) == " ".join(tokenize(source))
-        assert task.target_vocabulary.decode(y) == " ".join(tokenize(target))
+        assert task.source_vocabulary.decode(x) == " ".join(cased(source))
+        assert task.target_vocabulary.decode(y) == " ".join(cased(target))
     assert task.inputs.length == max(len(tokenize(s)) for s, _ in ANKI)
     assert task.targets.length == max(len(tokenize(t)) for _, t in ANKI) + 1
     assert task.params["pairs_read"] == 20 and task.params["pairs_too_long"] == 0
 
 
-def test_length_limits_drop_long_pairs_and_case_can_be_kept(tmp_path):
+def test_length_limits_drop_long_pairs_and_case_can_be_lowered(tmp_path):
     path = _anki_file(tmp_path)
-    task = load_parallel_text(path, max_source_length=2, max_target_length=3, lowercase=False)
-    kept = [
-        (s, t) for s, t in ANKI if len(tokenize(s)) <= 2 and len(tokenize(t, lowercase=False)) <= 3
-    ]
+    task = load_parallel_text(path, max_source_length=2, max_target_length=3, lowercase=True)
+    kept = [(s, t) for s, t in ANKI if len(tokenize(s)) <= 2 and len(tokenize(t)) <= 3]
     assert task.num_train + task.num_val == len(kept)
     assert task.params["pairs_too_long"] == len(ANKI) - len(kept)
     assert task.inputs.length <= 2 and task.targets.length <= 4
-    assert "Go" in task.source_vocabulary and "go" not in task.source_vocabulary
+    assert "go" in task.source_vocabulary and "Go" not in task.source_vocabulary
     with pytest.raises(ValueError, match=r"Only 0 of the 20 pairs .* fit max_source_length=1"):
         load_parallel_text(path, max_source_length=1, max_target_length=1)
     with pytest.raises(ValueError, match="`max_source_length`, expected a positive integer"):

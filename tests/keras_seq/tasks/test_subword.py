@@ -182,7 +182,7 @@ def test_subword_vocabularies_are_learnt_from_the_training_split_only(tokenizer)
     task_b = task_from_pairs(
         train, [("Wagon.", "Wagon yack.")], tokenizer=tokenizer, vocab_size=size
     )
-    alone = SubwordVocabulary.train([t for _, t in train], size, tokenizer)
+    alone = SubwordVocabulary.train([t for _, t in train], size, tokenizer, lowercase=False)
     assert task_a.target_vocabulary == task_b.target_vocabulary == alone
     assert task_a.source_vocabulary == task_b.source_vocabulary == alone
     assert task_a.target_vocabulary.encode("zébu").count(Vocabulary.UNK) >= 1

@@ -236,6 +236,14 @@ class SubwordVocabulary(Vocabulary):
             )
         except RuntimeError as error:
             message = str(error)
+            needed = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
+            if needed:  # the text's characters and the special ids need more ids
+                raise ValueError(
+                    f"Received an invalid value for argument `vocab_size`: {vocab_size} is fewer "
+                    f"ids than the characters of the training text and the special tokens "
+                    f"need ({needed.group(1)}). Raise `vocab_size` to at least "
+                    f"{needed.group(1)}."
+                ) from None
             if "Vocabulary size" in message or "vocab_size" in message:
                 limit = re.search(r"<=\s*(\d+)", message)
                 most = f" (at most {limit.group(1)} for this text)" if limit else ""

@@ -155,6 +155,12 @@ def test_bad_arguments_are_refused_naming_the_argument():
         SubwordVocabulary.train(FRENCH, 100_000, "bpe")
     with pytest.raises(ValueError, match=r"`vocab_size`: 5000 .*at most \d+ for this text"):
         SubwordVocabulary.train(FRENCH, 5000, "unigram")
+    # Fewer ids than the text's characters and the 4 special ids need: raise it, not lower it.
+    alphabet = ["Élève àbcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789 ÉÈÊ"]
+    with pytest.raises(
+        ValueError, match=r"`vocab_size`: 30 is fewer ids .* Raise `vocab_size` to at least 7\d\."
+    ):
+        SubwordVocabulary.train(alphabet * 5, 30, "unigram", lowercase=False)
     with pytest.raises(ValueError, match="`model_type`"):
         SubwordVocabulary.train(FRENCH, 60, "wordpiece")
     with pytest.raises(ValueError, match="`texts`"):

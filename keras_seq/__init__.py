@@ -16,7 +16,9 @@ Example:
 # rest attributes of the package.
 from keras_seq import diagnostics, layers, losses, metrics, models, schedules, tasks, testing
 
-__version__ = "0.1.0.dev0"
+# The one place the version is written: setuptools reads this literal for pyproject.toml's
+# dynamic version (without importing Keras); `keras-seq --version` reads the installed metadata.
+__version__ = "0.1.0"
 
 __all__ = [
     "__version__",

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from builder_ui.extras import missing_extra
 from builder_ui.specs import SpecError
 
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
@@ -228,11 +229,12 @@ def check_setup(train: Any, backend: str | None = None) -> None:
     """
     wanted = wanted_backend(train)
     if wanted is not None and importlib.util.find_spec(wanted) is None:
-        raise DeviceError(
-            "train.backend",
-            f"{wanted!r} is not installed here (pip install {wanted}); use 'auto' or one of "
-            f"{[name for name in BACKENDS if importlib.util.find_spec(name) is not None]}",
-        )
+        installed = [name for name in BACKENDS if importlib.util.find_spec(name) is not None]
+        problem = f"{wanted!r} is not installed here (use 'auto' or one of {installed})"
+        # JAX and PyTorch are the extras of the same names; TensorFlow is a base dependency.
+        if wanted in ("jax", "torch"):
+            raise DeviceError("train.backend", missing_extra(problem, wanted))
+        raise DeviceError("train.backend", f"{problem}: pip install {wanted}")
     backend = wanted or backend or current_backend()
     check_distribution(train.distribution, backend)
     check_precision(train.mixed_precision, detect(backend))

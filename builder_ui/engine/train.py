@@ -82,6 +82,7 @@ from builder_ui.engine import devices, interrupts
 from builder_ui.engine.artifacts import ArtifactError, confine
 from builder_ui.engine.progress import ProgressCallback
 from builder_ui.engine.store import RunRecord, RunStore, StoreFullError
+from builder_ui.extras import missing_extra
 from builder_ui.specs import SpecError
 
 MODEL_FILE = "model.keras"
@@ -638,8 +639,7 @@ def preflight(spec: Any) -> Any:
     devices.check_setup(spec.train, keras.backend.backend())
     if spec.train.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise SpecError(
-            "true needs the `tensorboard` package, which is not installed "
-            "(pip install tensorboard), or set it to false",
+            missing_extra("true needs `tensorboard` (or set it to false)", "tensorboard"),
             path="train.tensorboard",
         )
     prepared = prepare(spec)

@@ -63,6 +63,7 @@ from builder_ui.builders import load_spec, load_task
 from builder_ui.engine import artifacts, devices
 from builder_ui.engine.store import RunNotFoundError, RunStore
 from builder_ui.engine.train import MODEL_FILE, VOCABULARIES_FILE
+from builder_ui.extras import missing_extra
 from builder_ui.results import onnx_litert
 from builder_ui.results.inspection import translation_length
 from builder_ui.results.model_source import SourceError, model_source
@@ -483,11 +484,8 @@ def _export_runtime(place: _Place, record, format: str, batch_size: int | None) 
     label = {"onnx": "ONNX", "litert": "LiteRT"}[format]
     missing = onnx_litert.missing_packages(format)
     if missing:
-        raise ExportError(
-            f"The {format!r} format needs packages that are not installed: "
-            f"{', '.join(missing)} (pip install 'keras-seq[export]'); export 'keras' or "
-            "'python' instead."
-        )
+        needs = f"The {format!r} format needs {', '.join(missing)} (or export 'keras' or 'python')"
+        raise ExportError(missing_extra(needs, "export"))
     try:
         onnx_litert.check_exportable(format, record.precision)
     except onnx_litert.ConversionError as error:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_seq import validation
+from keras_seq._extras import import_extra
 
 
 def plot_alignment(weights, source_tokens, target_tokens, *, ax=None, title=None):
@@ -71,11 +72,10 @@ def plot_alignment(weights, source_tokens, target_tokens, *, ax=None, title=None
         raise validation.invalid("title", "a string or None", title)
 
     if ax is None:
-        from matplotlib.figure import Figure
-
+        figures = import_extra("matplotlib.figure", "app", "keras_seq.diagnostics.plot_alignment")
         rows, columns = weights.shape
         size = (min(2.0 + 0.45 * columns, 20.0), min(1.5 + 0.45 * rows, 20.0))
-        figure = Figure(figsize=size, layout="constrained")
+        figure = figures.Figure(figsize=size, layout="constrained")
         ax = figure.add_subplot()
     image = ax.imshow(
         weights, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal"

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from keras_seq._extras import import_extra
+
 
 def box_regions(boxes, grid, image_size):
     """Which regions' cells overlap each box.
@@ -100,8 +102,8 @@ def plot_gaze(image, weights, words, grid, *, boxes=None, columns=5, title=None)
     Returns:
         A matplotlib `Figure` (made without `pyplot`).
     """
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
+    figures = import_extra("matplotlib.figure", "app", "keras_seq.diagnostics.plot_gaze")
+    patches = import_extra("matplotlib.patches", "app", "keras_seq.diagnostics.plot_gaze")
 
     image = np.asarray(image, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
@@ -127,7 +129,7 @@ def plot_gaze(image, weights, words, grid, *, boxes=None, columns=5, title=None)
     panels = len(words)
     columns = max(1, min(int(columns), panels))
     figure_rows = -(-panels // columns)
-    figure = Figure(figsize=(2.0 * columns, 2.1 * figure_rows), layout="constrained")
+    figure = figures.Figure(figsize=(2.0 * columns, 2.1 * figure_rows), layout="constrained")
     for index, (word, alpha) in enumerate(zip(words, weights, strict=True)):
         ax = figure.add_subplot(figure_rows, columns, index + 1)
         light = np.kron(alpha.reshape(rows, grid_columns) / top, np.ones(cell))  # (H, W)
@@ -135,7 +137,9 @@ def plot_gaze(image, weights, words, grid, *, boxes=None, columns=5, title=None)
         ax.imshow(np.clip(lit, 0.0, 1.0), interpolation="nearest", extent=(0, width, height, 0))
         for box in [] if boxes is None else np.asarray(boxes, dtype=np.float64):
             y0, x0, y1, x1 = box
-            ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ec="orange", lw=1))
+            ax.add_patch(
+                patches.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ec="orange", lw=1)
+            )
         ax.set_title(word, fontsize=10)
         ax.set_axis_off()
     if title is not None:

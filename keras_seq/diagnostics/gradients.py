@@ -33,10 +33,10 @@ from collections.abc import Mapping, Sequence
 
 import keras
 import numpy as np
-import pandas as pd
 from keras import ops
 
 from keras_seq import validation
+from keras_seq._extras import import_extra
 from keras_seq.diagnostics._autodiff import gradients
 
 # Each step is unrolled in Python and kept for the backward pass: 10,000 steps
@@ -140,6 +140,8 @@ def gradient_flow(
         input_dim = validation.positive_int("input_dim", input_dim, validation.MAX_UNITS)
     wrt = validation.one_of("wrt", wrt, _WRT)
     seed = validation.seed("seed", seed)
+    # Before the measurement: a missing pandas is said first, not after minutes of steps.
+    pd = import_extra("pandas", "app", "keras_seq.diagnostics.gradient_flow")
 
     cell = _recurrent_cell(layer)
     input_dim = _build(layer, cell, input_dim)
@@ -253,9 +255,10 @@ def plot_gradient_flow(
     frame = _collect(frames_or_layers, sequence_length=sequence_length, wrt=wrt, seed=seed)
 
     if ax is None:
-        from matplotlib.figure import Figure
-
-        figure = Figure(figsize=(7.0, 4.5), layout="constrained")
+        figures = import_extra(
+            "matplotlib.figure", "app", "keras_seq.diagnostics.plot_gradient_flow"
+        )
+        figure = figures.Figure(figsize=(7.0, 4.5), layout="constrained")
         ax = figure.add_subplot()
     several_wrt = frame["wrt"].nunique() > 1
     for (name, of), group in frame.groupby(["layer", "wrt"], sort=False):
@@ -329,6 +332,7 @@ def _built_input_dim(cell):
 
 def _collect(frames_or_layers, *, sequence_length, wrt, seed):
     """One frame with the columns of `gradient_flow` from any accepted input."""
+    pd = import_extra("pandas", "app", "keras_seq.diagnostics.plot_gradient_flow")
     if isinstance(frames_or_layers, pd.DataFrame):
         items = [(None, frames_or_layers)]
     elif isinstance(frames_or_layers, Mapping):

@@ -27,6 +27,7 @@ import keras
 import numpy as np
 
 from keras_seq import validation
+from keras_seq._extras import import_extra
 from keras_seq.layers import (
     ClassToken,
     LearnedPositionalEmbedding,
@@ -212,10 +213,11 @@ def plot_position_similarity(
         )
 
     if figure is None:
-        from matplotlib.figure import Figure
-
+        figures = import_extra(
+            "matplotlib.figure", "app", "keras_seq.diagnostics.plot_position_similarity"
+        )
         side = min(1.0 + 0.8 * max(grid_h, grid_w), 12.0)
-        figure = Figure(figsize=(side * grid_w / max(grid_h, grid_w) + 1.0, side))
+        figure = figures.Figure(figsize=(side * grid_w / max(grid_h, grid_w) + 1.0, side))
     axes = figure.subplots(grid_h, grid_w, squeeze=False)
     image = None
     for r in range(grid_h):
@@ -240,9 +242,10 @@ def plot_position_similarity(
 
 def _figure_and_axes(ax, figsize):
     if ax is None:
-        from matplotlib.figure import Figure
-
-        figure = Figure(figsize=figsize, layout="constrained")
+        figures = import_extra(
+            "matplotlib.figure", "app", "keras_seq.diagnostics.plot_positional_encoding"
+        )
+        figure = figures.Figure(figsize=figsize, layout="constrained")
         return figure, figure.add_subplot()
     return ax.figure, ax
 

@@ -22,9 +22,9 @@ import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from keras_seq import validation
+from keras_seq._extras import import_extra
 from keras_seq.metrics.bleu import corpus_bleu, exact_match
 from keras_seq.metrics.sequence import text_token_accuracy
 from keras_seq.tasks.base import TaskData
@@ -147,6 +147,8 @@ def evaluate_by_length(
     if not isinstance(translate_kwargs, Mapping):
         raise validation.invalid("translate_kwargs", "a dict or None", translate_kwargs)
     sources, references = _sentences(data)
+    # Before the translations: a missing pandas is said first, not after every batch.
+    pd = import_extra("pandas", "app", "keras_seq.metrics.evaluate_by_length")
     lengths = np.array([len(tokenize(s, lowercase=lowercase)) for s in sources])
     ranges = length_buckets(buckets, longest=int(lengths.max()))
 
@@ -215,9 +217,8 @@ def plot_bleu_by_length(results, ax=None, *, metric="bleu", title=None):
         raise validation.invalid("title", "a string or None", title)
     curves = _labelled(results)
     if ax is None:
-        from matplotlib.figure import Figure
-
-        figure = Figure(figsize=(6.0, 4.0), layout="constrained")
+        figures = import_extra("matplotlib.figure", "app", "keras_seq.metrics.plot_bleu_by_length")
+        figure = figures.Figure(figsize=(6.0, 4.0), layout="constrained")
         ax = figure.add_subplot()
     for label, frame in curves:
         middles = (frame["min_length"] + frame["max_length"]) / 2
@@ -270,6 +271,7 @@ def _sentences(data):
 
 
 def _labelled(results):
+    pd = import_extra("pandas", "app", "keras_seq.metrics.plot_bleu_by_length")
     if isinstance(results, pd.DataFrame):
         curves = [(None, results)]
     elif isinstance(results, Mapping):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from keras_seq import validation
+from keras_seq._extras import import_extra
 from keras_seq.tasks.base import ImageSpec, TargetSpec, TaskData, check_size, split_sizes
 
 # The largest value in scikit-learn's digits: each pixel counts the set pixels
@@ -75,9 +76,8 @@ def digits(*, validation_split=0.2, seed=0):
     """
     validation_split = validation.rate("validation_split", validation_split)
     seed = validation.seed("seed", seed)
-    from sklearn.datasets import load_digits
-
-    bunch = load_digits()
+    datasets = import_extra("sklearn.datasets", "app", "keras_seq.tasks.digits", "scikit-learn")
+    bunch = datasets.load_digits()
     images = (bunch.images / DIGITS_MAX_VALUE).astype(np.float32)[..., None]  # (n, 8, 8, 1)
     labels = bunch.target.astype(np.int32)
 

@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -54,24 +54,36 @@ def listening_addresses(port: int) -> set[str]:
 class Server:
     """A `keras-seq ui` subprocess on a free loopback port, with its output in a log file."""
 
-    def __init__(self, directory: Path, *extra_args: str) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *extra_args: str,
+        program: Sequence[str] = (sys.executable, "-m", "builder_ui.cli"),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """Start `program ui` (default: this interpreter's `keras-seq`) over `directory`.
+
+        `program` and `env` (default: this process's environment) let a test start the
+        `keras-seq` of another environment, such as a virtualenv the wheel was installed in.
+        """
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.runs = directory / "runs"
         self.log_path = directory / "server.log"
-        env = {
-            **os.environ,
+        base = os.environ if env is None else env
+        environment = {
+            **base,
             "GRADIO_ANALYTICS_ENABLED": "False",
             "PYTHONUNBUFFERED": "1",
-            "KERAS_BACKEND": os.environ.get("KERAS_BACKEND", "tensorflow"),
+            "KERAS_BACKEND": base.get("KERAS_BACKEND", "tensorflow"),
         }
-        argv = [sys.executable, "-m", "builder_ui.cli", "ui", "--port", str(self.port)]
+        argv = [*program, "ui", "--port", str(self.port)]
         argv += ["--runs", str(self.runs), *extra_args]
         self.started = time.monotonic()
         self.up_after: float | None = None
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=directory
+                argv, stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=directory
             )
 
     def log(self) -> str:
@@ -120,9 +132,10 @@ class Server:
 
 
 @contextmanager
-def serving(directory: Path, *extra_args: str) -> Iterator[Server]:
-    """A `Server` over `directory`, up on entry and stopped on exit."""
-    running = Server(directory, *extra_args)
+def serving(directory: Path, *extra_args: str, **options) -> Iterator[Server]:
+    """A `Server` over `directory` (`options`: its `program` and `env`), up on entry and
+    stopped on exit."""
+    running = Server(directory, *extra_args, **options)
     try:
         running.wait_until_up()
         yield running

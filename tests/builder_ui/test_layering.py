@@ -22,9 +22,11 @@ PACKAGE = ROOT / "builder_ui"
 
 # Rank of each layer: a module may import its own layer and the layers of lower rank.
 # `results` and `lab` share a rank but are separate layers: neither imports the other.
-# `files` (writes through a temporary name and a rename) is under all of them.
+# `files` (writes through a temporary name and a rename) and `extras` (what a missing optional
+# package says) are under all of them.
 LAYERS = {
     "files": -1,
+    "extras": -1,
     "specs": 0,
     "builders": 1,
     "engine": 2,
@@ -52,6 +54,8 @@ LAZY_ALLOWED = {
     # The optional `export` extra (ONNX and LiteRT files): imported when an export needs it.
     "onnx",
     "tf2onnx",
+    # importlib.metadata (email, zipfile, csv: 20 ms): `keras-seq --version` reads it, not --help.
+    "importlib",
 }
 # The modules that import builder_ui inside functions: the command line (`keras-seq` and its
 # `lab` command), so that `--help` and each command load only what that command needs.

@@ -49,6 +49,17 @@ def test_an_unknown_backend_is_refused_naming_the_field():
     assert "mxnet" in str(raised.value)
 
 
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_backend_that_is_not_installed_names_its_extra(monkeypatch, backend):
+    spec = load_spec({**SPEC, "train": {**SPEC["train"], "backend": backend}})
+    monkeypatch.setitem(sys.modules, backend, None)  # what find_spec sees when it is absent
+    with pytest.raises(devices.DeviceError, match=r"train\.backend") as raised:
+        devices.check_setup(spec.train)
+    message = str(raised.value)
+    assert f"{backend!r} is not installed here" in message
+    assert message.endswith(f'pip install "keras-seq[{backend}]"')
+
+
 def test_a_run_on_another_backend_than_this_processes_is_refused_and_nothing_stored(tmp_path):
     other = _other_backend()
     spec = load_spec({**SPEC, "train": {**SPEC["train"], "backend": other}})

@@ -30,7 +30,8 @@ Exit codes: 0 when the command did what it was asked (a run ended `done`);
 1 when it worked but a run ended otherwise (`diverged`, `failed`, ...);
 2 when the input was refused (a malformed or invalid spec, an unknown run, a
 run that cannot be exported): one message on stderr, naming the field and the
-value, and nothing written to the run store; 130 when interrupted (Ctrl-C; an
+value, and nothing written to the run store; also 2 when the builder's packages (the `app`
+extra) are not installed, said in one line; 130 when interrupted (Ctrl-C; an
 interrupted run can be continued with `keras-seq resume`).
 """
 
@@ -45,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder_ui.extras import APP_MODULES, DISTRIBUTION, missing_extra
 from builder_ui.lab import cli as lab_cli
 
 PROG = "keras-seq"
@@ -69,16 +71,23 @@ class Command:
 
 
 class _VersionAction(argparse.Action):
-    """Print the package version; imports keras_seq only when asked."""
+    """Print the installed package's version, without importing keras_seq (Keras, seconds)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
         super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        # Keras loads on first use, not on import (specs and the app start without it).
-        import keras_seq
+        # Read when asked: importing importlib.metadata would slow `keras-seq --help` by 20 ms.
+        from importlib.metadata import PackageNotFoundError, version
 
-        print(f"{parser.prog} {keras_seq.__version__}")
+        try:
+            number = version(DISTRIBUTION)
+        except PackageNotFoundError:  # run from a checkout that is not installed
+            # Keras loads on first use, not on import (specs and the app start without it).
+            import keras_seq
+
+            number = keras_seq.__version__
+        print(f"{parser.prog} {number}")
         parser.exit()
 
 
@@ -463,7 +472,7 @@ def _trial_count(spec) -> int:
 
     if spec.sweep is None:
         return 1
-    return spec.sweep.num_trials if spec.sweep.method == "random" else sweeps.grid_size(spec)
+    return spec.sweep.num_trials if spec.sweep.method != "grid" else sweeps.grid_size(spec)
 
 
 # --- keras-seq sweep ------------------------------------------------------------------------------
@@ -1020,7 +1029,7 @@ def _run_validate(args: argparse.Namespace) -> int:
     estimates = trial_estimates(trials)
     what = f"model {spec.model.type!r} on task {spec.task.type!r}"
     if spec.sweep is not None and spec.sweep.method == "bayes":
-        what += f", {spec.sweep.num_trials} trials chosen from {len(trials)} combinations"
+        what += f", {spec.sweep.num_trials} trials chosen from {sweeps.describe_space(spec)}"
     elif spec.sweep is not None:
         what += f", {len(trials)} trials"
     print(f"{args.spec}: valid ({what})")
@@ -1153,7 +1162,25 @@ def _add_verbose_argument(parser: argparse.ArgumentParser, default: object) -> N
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `keras-seq` with `argv` (default: the process arguments); return the exit code."""
+    """Run `keras-seq` with `argv` (default: the process arguments); return the exit code.
+
+    A command run from the base install (`pip install keras-seq`, without the `app` extra)
+    says which extra it needs, in one line, and returns 2.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except ModuleNotFoundError as error:
+        if error.name is None or error.name.split(".")[0] not in APP_MODULES:
+            raise  # not a package of the app extra: a bug, or said by its own command
+        # The command is the first argument that is no option: the top level's take no value.
+        command = next((arg for arg in argv if not arg.startswith("-")), "")
+        what = f"{PROG} {command}".rstrip()
+        print(missing_extra(f"{what} needs the builder's packages", "app"), file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _main(argv: list[str]) -> int:
     parser, subparsers = build_parser()
     args = parser.parse_args(argv)
     if not args.verbose:

@@ -106,6 +106,8 @@ def spec_paths(spec: ExperimentSpec) -> list[tuple[str, str]]:
     ]
     typed = {field for field, _ in found}
     for key, values in (spec.sweep.parameters if spec.sweep else {}).items():
+        if not isinstance(values, list):  # a range: numbers, no path
+            continue
         name = key.rsplit(".", 1)[-1]
         where = f"sweep.parameters[{key!r}]".replace("'", '"')
         for index, value in enumerate(values):

@@ -2,8 +2,9 @@
 `sweep:` section.
 
 The form and the Build tab's YAML follow each other (`builder_ui.app.actions.search_form`): a
-change in the form writes the spec's `sweep:` section (a range becomes its list of values);
-a spec that changes otherwise (typed, a preset, a link) fills the form, unless the form
+change in the form writes the spec's `sweep:` section (a range stays a range `{low, high, log}`
+that random and bayes draw from; in a grid it becomes its list of `count` values); a spec
+that changes otherwise (typed, a preset, a link) fills the form, unless the form
 already says the same (so a range typed in the form stays a range). A form that is not yet a
 search (a range with its ends the wrong way round) says why under it and leaves the spec as
 it was. "Queue the spec from the Build tab" then queues the search.
@@ -74,7 +75,8 @@ def search_form(spec_code: gr.Code) -> None:
                     gr.Number(label="Low", elem_id=f"search-low-{number}", scale=1),
                     gr.Number(label="High", elem_id=f"search-high-{number}", scale=1),
                     gr.Number(
-                        label="Count", precision=0, elem_id=f"search-count-{number}", scale=1
+                        label="Count (grid)", precision=0, elem_id=f"search-count-{number}",
+                        scale=1,
                     ),
                 ]  # fmt: skip
         message = gr.Markdown(elem_id="search-message")

@@ -2,21 +2,40 @@
 
 `trials(spec)` validates each trial's document like any spec and checks its
 model against its task's kinds; the combinations that fail are all reported
-with their values in one `SpecError`. `expand(spec)` gives just the specs;
+with their values in one `SpecError` (for `bayes`, every combination it may choose,
+a range at its ends: `builder_ui.specs.sweep`). `expand(spec)` gives just the specs;
 `trial(spec, number, values)` validates the one combination a `bayes` search
 chose.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from builder_ui.builders.validation import check_kinds, validate_spec
 from builder_ui.specs import ExperimentSpec, SpecError, shown
-from builder_ui.specs.sweep import grid_size, metric_mode, sweep_id, trial_document, trial_documents
+from builder_ui.specs.sweep import (
+    grid_size,
+    is_range,
+    metric_mode,
+    sweep_id,
+    trial_document,
+    trial_documents,
+)
 
-__all__ = ["Trial", "expand", "grid_size", "metric_mode", "sweep_id", "trial", "trials"]
+__all__ = [
+    "Trial",
+    "describe_space",
+    "expand",
+    "grid_size",
+    "is_range",
+    "metric_mode",
+    "sweep_id",
+    "trial",
+    "trials",
+]
 
 
 @dataclass(frozen=True)
@@ -67,3 +86,14 @@ def trial(spec: ExperimentSpec, number: int, values: dict[str, Any]) -> Trial:
     result = validate_spec(document.data)
     check_kinds(result)
     return Trial(number, document.values, result)
+
+
+def describe_space(spec: ExperimentSpec) -> str:
+    """What a `bayes` search chooses from, in words: `8 combinations`; with a range, also how
+    many combinations `trials` checks (`a continuous space (2 checked: each range at its
+    ends)`)."""
+    size = grid_size(spec)
+    text = f"{size:,} combinations" if math.isfinite(size) else "a continuous space"
+    if spec.sweep is not None and any(map(is_range, spec.sweep.parameters.values())):
+        text += f" ({len(trial_documents(spec))} checked: each range at its ends)"
+    return text

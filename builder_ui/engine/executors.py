@@ -41,14 +41,12 @@ in this process is used, or a new local one is started
 (`ray.init(address="local")`, stopped at the end) even when the machine runs
 another cluster or a stale `ray_current_cluster` file points at one that is
 gone. Ray keeps its files under `RAY_TMPDIR` (default `/tmp`), in `ray/`. Ray
-is an optional dependency: `pip install keras-seq[ray]`.
+is an optional dependency: `pip install "keras-seq[ray]"`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,10 +55,10 @@ from typing import Any
 from builder_ui.builders import load_spec, memory, sweeps
 from builder_ui.engine import devices, interrupts, remote, search, train, transfer, tune_search
 from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.extras import import_extra
 from builder_ui.specs import SpecError, shown
 
 EXECUTORS = ("local", "ray")
-RAY_INSTALL_HINT = "pip install keras-seq[ray]"
 
 # Environment variables handed to Ray workers, so they train like the driver would.
 _WORKER_ENV = ("KERAS_BACKEND", "TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS")
@@ -366,10 +364,12 @@ def _resume_search(spec, store, sweep_id, callbacks) -> SweepResult:
     candidates = sweeps.trials(spec)
     _select_one_backend([candidate.spec for candidate in candidates])
     study = _search(spec, candidates[0].spec)
-    for record, values in zip(ended, search.trial_values(candidates, ended), strict=True):
+    ended_values = search.trial_values(candidates, ended, spec.sweep)
+    for record, values in zip(ended, ended_values, strict=True):
         study.replay(record, values)
+    left_values = search.trial_values(candidates, left, spec.sweep)
     with interrupts.remembered():
-        for record, values in zip(left, search.trial_values(candidates, left), strict=True):
+        for record, values in zip(left, left_values, strict=True):
             interrupts.raise_if_pressed()
             trial = study.resume(record, values)
             try:
@@ -411,14 +411,11 @@ def _cancel_queued(store: RunStore, run_ids: Sequence[str]) -> None:
 
 
 def _import_ray():
-    """Import Ray, or explain how to install it."""
+    """Import Ray, or say which extra installs it."""
     try:
-        return importlib.import_module("ray")
-    except ImportError as error:
-        raise ExecutorError(
-            f"The 'ray' executor needs Ray, which is not installed ({error}); install it with "
-            f"`{RAY_INSTALL_HINT}`."
-        ) from None
+        return import_extra("ray", "ray", "The 'ray' executor", "Ray")
+    except ModuleNotFoundError as error:
+        raise ExecutorError(str(error)) from None
 
 
 def _worker_env() -> dict[str, str]:

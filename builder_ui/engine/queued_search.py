@@ -110,9 +110,11 @@ class QueuedSearch:
         ended = [record for record in records if record.status not in ("interrupted", "queued")]
         candidates = sweeps.trials(self.spec)
         with self._lock:
-            for record, values in zip(ended, search.trial_values(candidates, ended), strict=True):
+            ended_values = search.trial_values(candidates, ended, self.spec.sweep)
+            for record, values in zip(ended, ended_values, strict=True):
                 self.study.replay(record, values)
-            for record, values in zip(left, search.trial_values(candidates, left), strict=True):
+            left_values = search.trial_values(candidates, left, self.spec.sweep)
+            for record, values in zip(left, left_values, strict=True):
                 self._trials[record.id] = (self.study.resume(record, values), values)
             if self.bayes:
                 self._asked = len(records)

@@ -9,12 +9,14 @@ record of what ran; nothing of Optuna's is written to disk):
 
 - `method: bayes` asks the study for each trial in turn. The TPE sampler
   (Bergstra et al. 2011, "Algorithms for Hyper-Parameter Optimization")
-  chooses each parameter from the spec's list of values (a categorical choice:
-  the values as given when they are numbers, strings, booleans or null, else
-  their positions in the list) from the metrics of the trials so far. A
-  combination already tried is told the value it reached and asked again, so
-  every trial runs a new one; after `MAX_ASKS` repeats an untried combination is
-  drawn with the sweep's seed.
+  chooses each parameter from the metrics of the trials so far: from a list of
+  values, a categorical choice (the values as given when they are numbers,
+  strings, booleans or null, else their positions in the list); from a range,
+  `suggest_float(name, low, high, log=log)` or, for an `int` range,
+  `suggest_int(name, low, high, log=log)` (whole numbers, both ends included). A
+  combination already tried (an `int` range with few values repeats as a list does)
+  is told the value it reached and asked again, so every trial runs a new one;
+  after `MAX_ASKS` repeats an untried combination is drawn with the sweep's seed.
 - `scheduler: asha` reports each epoch's `sweep.metric` to the trial
   (`trial.report(value, epoch)`) and asks `trial.should_prune()` at the epoch's
   end, through `optuna.pruners.SuccessiveHalvingPruner(min_resource=grace_period,
@@ -27,17 +29,20 @@ avoids neither and learns nothing from it).
 
 A stopped search goes on in a new study (`keras-seq resume`, the app's Resume):
 the trials it ran are replayed into it in the order they ran (`replay`: each
-trial asked again with its own values, its recorded epochs reported and checked
-by the pruner, then told how it ended), so the sampler and ASHA's rungs stand
-where they stood; an `interrupted` trial continues in it (`resume`: its epochs
-so far reported), and `bayes` then asks for the trials it never chose.
+trial asked again with its own values, enqueued and suggested through the same
+distributions as when it was chosen, so a range's value is a `FloatDistribution`
+or `IntDistribution` of the range's bounds and `log` again; its recorded epochs
+reported and checked by the pruner, then told how it ended), so the sampler and
+ASHA's rungs stand where they stood; an `interrupted` trial continues in it
+(`resume`: its epochs so far reported), and `bayes` then asks for the trials it
+never chose.
 
-Optuna is an optional dependency: `pip install keras-seq[search]`.
+Optuna is an optional dependency: `pip install "keras-seq[search]"`.
 """
 
 from __future__ import annotations
 
-import importlib
+import copy
 import json
 import math
 import random
@@ -46,8 +51,16 @@ from typing import Any
 
 from builder_ui.builders import sweeps
 from builder_ui.engine.store import RunRecord
+from builder_ui.extras import import_extra
+from builder_ui.specs.models import MAX_SWEEP_TRIALS
+from builder_ui.specs.sweep import (
+    combination_at,
+    combinations_count,
+    draw_combination,
+    is_range,
+    value_at,
+)
 
-SEARCH_INSTALL_HINT = "pip install keras-seq[search]"
 # How many times a repeated combination is asked again before one is drawn at random.
 MAX_ASKS = 100
 
@@ -55,14 +68,8 @@ _PRIMITIVE = (str, int, float, bool, type(None))
 
 
 def import_optuna():
-    """Import Optuna, or raise `ImportError` saying how to install it."""
-    try:
-        return importlib.import_module("optuna")
-    except ImportError as error:
-        raise ImportError(
-            f"sweep.method 'bayes' and sweep.scheduler need Optuna, which is not installed "
-            f"({error}); install it with `{SEARCH_INSTALL_HINT}`."
-        ) from None
+    """Import Optuna, or raise `ModuleNotFoundError` saying which extra installs it."""
+    return import_extra("optuna", "search", "A sweep with method 'bayes' or a scheduler", "Optuna")
 
 
 def needs_search(sweep: Any) -> bool:
@@ -111,10 +118,25 @@ class Search:
     def _values(self, trial: Any) -> dict[str, Any]:
         values = {}
         for key, options in self.sweep.parameters.items():
+            if is_range(options):
+                suggest = trial.suggest_int if options.type == "int" else trial.suggest_float
+                values[key] = suggest(key, options.low, options.high, log=options.log)
+                continue
             choices = self._choices(key)
             chosen = trial.suggest_categorical(key, choices)
             values[key] = options[choices.index(chosen)]
         return values
+
+    def _enqueue(self, values: dict[str, Any]) -> None:
+        """Fix the next trial's suggestions to `values` (a list's value as its choice)."""
+        self.study.enqueue_trial(
+            {
+                key: value
+                if is_range(self.sweep.parameters[key])
+                else self._choices(key)[self.sweep.parameters[key].index(value)]
+                for key, value in values.items()
+            }
+        )
 
     @staticmethod
     def _key(values: dict[str, Any]) -> str:
@@ -131,22 +153,36 @@ class Search:
                 return trial, values
             # Tried already: tell it the value it reached, so the sampler moves on.
             self.tell_value(trial, self._tried[key])
-        untried = [
-            combination
-            for combination in _combinations(self.sweep.parameters)
-            if self._key(combination) not in self._tried
-        ]
-        values = self._random.choice(untried)
-        self.study.enqueue_trial(
-            {
-                key: self._choices(key)[self.sweep.parameters[key].index(value)]
-                for key, value in values.items()
-            }
-        )
+        self._enqueue(self._untried())
         trial = self.study.ask()
         values = self._values(trial)  # the enqueued values, as this trial's suggestions
         self._tried[self._key(values)] = None
         return trial, values
+
+    def _untried(self) -> dict[str, Any]:
+        """A combination not tried yet, drawn with the sweep's seed.
+
+        Among every combination when there are at most `MAX_SWEEP_TRIALS` (lists and `int`
+        ranges), else drawn uniformly among the distinct ones, or with a `float` range from
+        the parameters' distributions, until one is new (`check_paths` keeps `num_trials`
+        within the distinct combinations, so one is left).
+        """
+        parameters = self.sweep.parameters
+        size = combinations_count(parameters)
+        if size <= MAX_SWEEP_TRIALS:
+            untried = [
+                combination
+                for combination in _combinations(parameters)
+                if self._key(combination) not in self._tried
+            ]
+            return self._random.choice(untried)
+        while True:
+            if math.isfinite(size):
+                values = combination_at(parameters, self._random.randrange(size))
+            else:
+                values = draw_combination(self._random, parameters)
+            if self._key(values) not in self._tried:
+                return values
 
     # --- following a planned trial (grid, random) ---------------------------------------------
 
@@ -159,12 +195,7 @@ class Search:
     def _follow(self, record: RunRecord, values: dict[str, Any] | None) -> Any:
         """A new trial of the study with `values` (when known), its recorded epochs reported."""
         if values is not None:
-            self.study.enqueue_trial(
-                {
-                    key: self._choices(key)[self.sweep.parameters[key].index(value)]
-                    for key, value in values.items()
-                }
-            )
+            self._enqueue(values)
         trial = self.study.ask()
         if values is not None:
             self._values(trial)  # the enqueued values, as this trial's suggestions
@@ -257,32 +288,62 @@ class Search:
 
 
 def trial_values(
-    candidates: Sequence[sweeps.Trial], records: Sequence[RunRecord]
+    candidates: Sequence[sweeps.Trial], records: Sequence[RunRecord], sweep: Any = None
 ) -> list[dict[str, Any] | None]:
     """The values each recorded trial set: the candidate whose spec its run holds, or None.
 
     `candidates` are the sweep's trials (`sweeps.trials(spec)`, every
-    combination for `bayes`); a trial's run holds its validated spec, so the
-    two are compared whole, apart from the name (`"{name}-{number}"`).
+    combination for `bayes`, a range at its ends); a trial's run holds its validated
+    spec, so the two are compared whole, apart from the name (`"{name}-{number}"`) and
+    the fields of the sweep's ranges, whose values are read from the run's spec (None
+    when one is not within its range). `sweep` is the sweep's `SweepSpec`, needed when
+    it has a range (without it, such runs match no candidate).
     """
+    parameters = sweep.parameters if sweep is not None else {}
+    ranges = {key: values for key, values in parameters.items() if is_range(values)}
 
     def fingerprint(spec: dict[str, Any]) -> str:
-        return json.dumps({**spec, "name": None}, sort_keys=True, default=repr)
+        spec = {**spec, "name": None}
+        if ranges:
+            spec = copy.deepcopy(spec)
+            for key in ranges:
+                _blank(spec, key)
+        return json.dumps(spec, sort_keys=True, default=repr)
 
     known = {fingerprint(trial.spec.to_dict()): trial.values for trial in candidates}
-    return [known.get(fingerprint(record.spec)) for record in records]
+    found: list[dict[str, Any] | None] = []
+    for record in records:
+        values = known.get(fingerprint(record.spec))
+        if values is not None and ranges:
+            drawn = {key: value_at(record.spec, key) for key in ranges}
+            if all(ranges[key].contains(value) for key, value in drawn.items()):
+                values = {key: drawn.get(key, values[key]) for key in values}
+            else:
+                values = None
+        found.append(values)
+    return found
 
 
-def _combinations(parameters: dict[str, list[Any]]) -> list[dict[str, Any]]:
+def _blank(data: dict[str, Any], path: str) -> None:
+    """Set the field at `path` to None in `data`, when it is there."""
+    parent, _, name = path.rpartition(".")
+    node = value_at(data, parent) if parent else data
+    if isinstance(node, dict) and name in node:
+        node[name] = None
+
+
+def _combinations(parameters: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of lists and `int` ranges (a range's whole numbers from `low`)."""
     combos: list[dict[str, Any]] = [{}]
     for key, options in parameters.items():
+        if is_range(options):
+            options = list(range(options.low, options.high + 1))
         combos = [{**combo, key: option} for combo in combos for option in options]
     return combos
 
 
 __all__ = [
     "MAX_ASKS",
-    "SEARCH_INSTALL_HINT",
     "Search",
     "import_optuna",
     "needs_search",

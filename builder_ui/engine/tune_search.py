@@ -11,7 +11,10 @@ On Ray it becomes a `ray.tune.Tuner` in the driver:
 - `method: bayes`: Ray Tune's `OptunaSearch` around Optuna's TPE sampler (seeded with
   `sweep.seed`), with a define-by-run space that chooses each parameter from its list of
   values (a categorical choice: the values themselves when they are numbers, strings,
-  booleans or null, else their positions), `num_trials` samples. Trials run in parallel
+  booleans or null, else their positions) or draws it from its range (`suggest_float`,
+  or `suggest_int` for an `int` range, with the range's `log`: the local search's
+  distributions, rather than Tune's `tune.uniform`/`randint`, so that a search resumed
+  locally replays them alike), `num_trials` samples. Trials run in parallel
   as the cluster allows, so the sampler learns from the trials that ended, not from the
   ones still training; unlike the local search, a combination may be chosen twice.
 - `method: grid` or `random` with a scheduler: the planned trials, in order
@@ -29,13 +32,12 @@ scheduler stops ends `pruned`, its epochs kept; one whose worker is lost ends
 `interrupted` (resumable with `keras-seq resume SWEEP`). Tune's own experiment
 directory is a temporary one on the driver, removed at the end: the store is the record.
 
-Ray Tune is part of the `ray` extra (`pip install keras-seq[ray]`, which asks for
+Ray Tune is part of the `ray` extra (`pip install "keras-seq[ray]"`, which asks for
 `ray[tune]`), and Optuna of the `search` extra.
 """
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -45,20 +47,15 @@ from builder_ui.builders import load_spec, sweeps
 from builder_ui.engine import devices, interrupts, remote, train
 from builder_ui.engine.search import import_optuna
 from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.extras import import_extra
 
-TUNE_INSTALL_HINT = "pip install keras-seq[ray]"
 _PRIMITIVE = (str, int, float, bool, type(None))
 
 
 def import_tune():
-    """Import Ray Tune, or raise `ImportError` saying how to install it."""
-    try:
-        return importlib.import_module("ray.tune")
-    except ImportError as error:
-        raise ImportError(
-            f"sweep.method 'bayes' and sweep.scheduler on the 'ray' executor need Ray Tune, "
-            f"which is not installed ({error}); install it with `{TUNE_INSTALL_HINT}`."
-        ) from None
+    """Import Ray Tune, or raise `ModuleNotFoundError` saying which extra installs it."""
+    what = "A sweep with method 'bayes' or a scheduler on the 'ray' executor"
+    return import_extra("ray.tune", "ray", what, "Ray Tune")
 
 
 def _choices(values: Sequence[Any]) -> list[Any]:
@@ -68,17 +65,28 @@ def _choices(values: Sequence[Any]) -> list[Any]:
 
 
 class _Space:
-    """OptunaSearch's define-by-run space: one categorical choice per sweep parameter.
+    """OptunaSearch's define-by-run space: per sweep parameter, a categorical choice among its
+    list of values, or a range's `suggest_float` / `suggest_int(low, high, log=log)` (the
+    local search's distributions: `builder_ui.engine.search`; an `int` range's values are
+    whole numbers from `low` to `high`, both included).
 
-    A class at module level, so that Tune can pickle it into its experiment state.
+    A class at module level, so that Tune can pickle it into its experiment state (a range
+    kept as a plain mapping).
     """
 
-    def __init__(self, parameters: dict[str, list[Any]]):
-        self.parameters = {key: list(values) for key, values in parameters.items()}
+    def __init__(self, parameters: dict[str, Any]):
+        self.parameters = {
+            key: values.model_dump() if sweeps.is_range(values) else list(values)
+            for key, values in parameters.items()
+        }
 
     def __call__(self, trial: Any) -> None:
         for key, options in self.parameters.items():
-            trial.suggest_categorical(key, _choices(options))
+            if isinstance(options, dict):
+                suggest = trial.suggest_int if options["type"] == "int" else trial.suggest_float
+                suggest(key, options["low"], options["high"], log=options["log"])
+            else:
+                trial.suggest_categorical(key, _choices(options))
 
 
 def parameter_values(
@@ -90,6 +98,9 @@ def parameter_values(
         return dict(planned[config["trial"]])
     values = {}
     for key, options in spec.sweep.parameters.items():
+        if sweeps.is_range(options):  # the value itself, a number as the range's type
+            values[key] = (int if options.type == "int" else float)(config[key])
+            continue
         choices = _choices(options)
         values[key] = options[choices.index(config[key])]
     return values
@@ -310,4 +321,4 @@ def _store_callback(tune, spec, planned, store, sweep_id, channel, progress, sto
     return StoreCallback(spec, planned, store, sweep_id, channel, progress, storage)
 
 
-__all__ = ["TUNE_INSTALL_HINT", "import_tune", "parameter_values", "run_tune_sweep"]
+__all__ = ["import_tune", "parameter_values", "run_tune_sweep"]

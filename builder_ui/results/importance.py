@@ -15,8 +15,8 @@ fANOVA rather than Optuna's PED-ANOVA: a sweep here has a handful of trials, and
 which compares the top quantile of many trials with the rest, ranked a parameter that
 changed nothing first in six made-up trials where fANOVA ranked it last.
 
-Optuna is an optional dependency (`pip install keras-seq[search]`); scikit-learn, which
-fANOVA's forest needs, is a dependency of keras_seq.
+Optuna is an optional dependency (`pip install "keras-seq[search]"`); scikit-learn, which
+fANOVA's forest needs, comes with the builder's `app` extra.
 """
 
 from __future__ import annotations
@@ -72,7 +72,11 @@ def sweep_importance(store: RunStore, sweep_id: str) -> Importance:
     if document is None:
         raise ImportanceError(f"sweep: no sweep {sweep_id!r} in {str(store.directory)!r}")
     spec = load_spec(document)
-    parameters = [key for key, values in spec.sweep.parameters.items() if len(values) > 1]
+    parameters = [
+        key
+        for key, values in spec.sweep.parameters.items()
+        if sweeps.is_range(values) or len(values) > 1  # a range always varies
+    ]
     if not parameters:
         raise ImportanceError(
             f"sweep {sweep_id!r} varies no parameter (each has one value): nothing to compare"
@@ -86,7 +90,8 @@ def sweep_importance(store: RunStore, sweep_id: str) -> Importance:
         for record in store.list_runs(sweep_id=sweep_id, history=True)
         if record.status not in ("queued", "running", "interrupted")
     ]
-    for record, values in zip(records, search.trial_values(candidates, records), strict=True):
+    chosen = search.trial_values(candidates, records, spec.sweep)
+    for record, values in zip(records, chosen, strict=True):
         study.replay(record, values)
     optuna = study.optuna
     completed = study.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))

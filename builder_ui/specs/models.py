@@ -29,12 +29,15 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     SerializeAsAny,
+    Tag,
     field_validator,
     model_validator,
 )
 
+from builder_ui.specs.errors import shown
 from builder_ui.specs.versions import SPEC_VERSION
 
 # Experiment names become parts of file names and run labels.
@@ -303,6 +306,109 @@ class AshaSchedulerSpec(StrictModel):
     reduction_factor: Annotated[int, Field(ge=2, le=100)] = 3
 
 
+class ParameterRange(StrictModel):
+    """A sweep parameter's range: `random` draws from it, `bayes` searches it (not `grid`).
+
+        train.learning_rate: {low: 1.0e-4, high: 1.0e-1, log: true}
+        model.encoder.units: {low: 8, high: 64}
+
+    `random` draws each value uniformly in `[low, high]`, or log-uniformly with `log`
+    (uniform in the logarithm, as a learning rate from 1e-4 to 1e-1 is searched); `bayes`
+    asks Optuna's TPE sampler for it (`suggest_float` / `suggest_int` with `log`). An `int`
+    range gives whole numbers from `low` to `high`, both included, and a `float` range
+    floats within `[low, high]`, in every engine (local, the app's queue, Ray Tune). A
+    grid needs a list of values instead.
+
+    Args:
+        low: The smallest value (a finite number; above 0 with `log`).
+        high: The largest value, above `low`.
+        log: Draw uniformly in the logarithm of the value (`low` must be above 0).
+        type: `int` (whole numbers) or `float`; left out (null), `int` when `low` and
+            `high` are both integers (`8`, not `8.0`), else `float`. An `int` range needs
+            whole ends.
+    """
+
+    low: int | float
+    high: int | float
+    log: bool = False
+    type: Literal["float", "int"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_and_type(cls, data: Any) -> Any:
+        # One clear message per end, not one per member of `int | float`; the type's
+        # default follows the ends as written, and an int range's ends become ints.
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        for end in ("low", "high"):
+            if end in data and not is_finite_number(data[end]):
+                raise ValueError(f"{end}: expected a finite number, got {shown(data[end])}")
+        if "low" not in data or "high" not in data:
+            return data
+        if data.get("type") is None:
+            whole = all(isinstance(data[end], int) for end in ("low", "high"))
+            data["type"] = "int" if whole else "float"
+        if data["type"] == "int":
+            for end in ("low", "high"):
+                if not float(data[end]).is_integer():
+                    raise ValueError(
+                        f"{end}: expected a whole number for a range of type 'int', "
+                        f"got {shown(data[end])}"
+                    )
+                data[end] = int(data[end])
+        elif data["type"] == "float":
+            data.update(low=float(data["low"]), high=float(data["high"]))
+        return data
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ParameterRange:
+        if not self.low < self.high:
+            raise ValueError(
+                f"high: expected a number above low ({shown(self.low)}), got {shown(self.high)}"
+            )
+        if self.log and self.low <= 0:
+            raise ValueError(
+                f"low: a log range needs low above 0, got {shown(self.low)}; use log: false "
+                "or a positive low"
+            )
+        return self
+
+    def size(self) -> int | float:
+        """How many distinct values it holds: `high - low + 1` for `int`, else infinity."""
+        return self.high - self.low + 1 if self.type == "int" else math.inf
+
+    def contains(self, value: Any) -> bool:
+        """Whether `value` is one of its values: a number in `[low, high]`, whole for `int`."""
+        if not is_finite_number(value) or not self.low <= value <= self.high:
+            return False
+        return self.type == "float" or float(value).is_integer()
+
+
+def _parameter_kind(value: Any) -> str | None:
+    """Which kind of sweep parameter a value is: a list of values, a range, or neither."""
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, (Mapping, ParameterRange)):
+        return "ParameterRange"  # the class's name: `problems_from` then skips the tag
+    return None
+
+
+# A sweep parameter: the list of values to try, or a range (`random`, `bayes`).
+SweepValues = Annotated[
+    Annotated[list[Any], Field(min_length=1), Tag("list")]
+    | Annotated[ParameterRange, Tag("ParameterRange")],
+    Discriminator(
+        _parameter_kind,
+        custom_error_type="sweep_values",
+        custom_error_message=(
+            "Expected a list of values ([0.001, 0.01]) or a range ({low: 0.001, high: 0.1, "
+            "log: true})"
+        ),
+    ),
+]
+
+
 class SweepSpec(StrictModel):
     """A family of experiments: values to try for some fields of the spec.
 
@@ -312,10 +418,12 @@ class SweepSpec(StrictModel):
             distinct combinations chosen one after another by Optuna's TPE
             sampler, seeded with `seed`, from the results so far).
         num_trials: Trials to run; required for `random` and `bayes`, not
-            allowed for `grid`.
+            allowed for `grid`; at most the number of distinct combinations
+            when every parameter is a list or an `int` range.
         seed: Seed of the random draw or of the sampler.
         parameters: Field path (`model.encoder.units`, `train.learning_rate`)
-            to the list of values to try.
+            to the list of values to try, or (`random` and `bayes` only) to a
+            range `{low, high, log, type}` to draw them from (`ParameterRange`).
         metric: The validation metric `bayes` optimises and the scheduler
             compares (`val_loss`, `val_accuracy`); default: the model's main
             validation metric (`Prepared.monitor_metric`).
@@ -328,7 +436,7 @@ class SweepSpec(StrictModel):
     method: Literal["grid", "random", "bayes"] = "grid"
     num_trials: Annotated[int, Field(ge=1, le=MAX_SWEEP_TRIALS)] | None = None
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
-    parameters: Annotated[dict[str, Annotated[list[Any], Field(min_length=1)]], Field(min_length=1)]
+    parameters: Annotated[dict[str, SweepValues], Field(min_length=1)]
     metric: Annotated[str, Field(pattern=r"^val_[A-Za-z0-9_]+$")] | None = None
     mode: Literal["auto", "min", "max"] = "auto"
     scheduler: AshaSchedulerSpec | None = None

@@ -289,13 +289,15 @@ def test_a_tpe_search_with_asha_queued_from_the_train_tab_shows_its_pruned_trial
     assert watched.problems() == []
 
 
-# The YAML's block list, as the editor's text reads (its lines run together).
+# The YAML's block list and block mapping, as the editor's text reads (its lines run together).
 UNITS_SWEPT = re.compile(r"model\.encoder\.units:\s*- 4\s*- 8\s*- 12")
+UNITS_RANGE = re.compile(r"model\.encoder\.units:\s*low: 4\s*high: 12\s*log: false")
 
 
 def test_the_search_form_and_the_yaml_follow_each_other(open_train):
-    """A spec's search fills the form; the form's changes (a range too) write the YAML, a bad
-    range says why and leaves the YAML alone, and unticking Search removes the search."""
+    """A spec's search fills the form; the form's changes (a range too: a range for bayes,
+    its count values for a grid) write the YAML, a bad range says why and leaves the YAML
+    alone, and unticking Search removes the search."""
     from playwright.sync_api import expect
 
     watched = open_train()
@@ -313,7 +315,7 @@ def test_the_search_form_and_the_yaml_follow_each_other(open_train):
         re.compile(r"^0\.03, 1\.0e-06, 1\.0e-07$")
     )
 
-    # A second parameter as a range: the YAML gets its values, the form keeps the range.
+    # A second parameter as a range: bayes draws from it, so the YAML gets the range.
     path = page.locator("#search-path-2 input")
     path.click()
     page.get_by_role("option", name="model.encoder.units", exact=True).click()
@@ -324,7 +326,7 @@ def test_the_search_form_and_the_yaml_follow_each_other(open_train):
         box.fill(value)
         box.press("Tab")
     yaml_text = page.locator("#spec-yaml")
-    expect(yaml_text).to_contain_text(UNITS_SWEPT)
+    expect(yaml_text).to_contain_text(UNITS_RANGE)
     expect(yaml_text).to_contain_text("metric: val_loss")  # not in the form: kept
     expect(page.locator("#search-kind-2 input")).to_have_value("linear range")
     expect(page.locator("#search-low-2 input")).to_have_value("4")
@@ -338,15 +340,16 @@ def test_the_search_form_and_the_yaml_follow_each_other(open_train):
     expect(page.locator("#search-message")).to_contain_text(
         "Search parameter 2 (model.encoder.units): low must be below high"
     )
-    expect(yaml_text).to_contain_text(UNITS_SWEPT)
+    expect(yaml_text).to_contain_text(UNITS_RANGE)
     low.fill("4")
     low.press("Tab")
     expect(page.locator("#search-message")).not_to_contain_text("✗")
 
-    # Grid tries every combination: no trial count in the YAML.
+    # Grid tries every combination: no trial count in the YAML, the range as its 3 values.
     page.locator("#search-method").get_by_label("grid").check()
     expect(yaml_text).to_contain_text("method: grid")
     expect(yaml_text).not_to_contain_text("num_trials")
+    expect(yaml_text).to_contain_text(UNITS_SWEPT)
     page.locator("#search-on input").uncheck()
     expect(yaml_text).not_to_contain_text("sweep:")
     expect(page.locator("#spec-errors")).to_contain_text("Valid spec")

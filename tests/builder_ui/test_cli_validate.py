@@ -99,3 +99,28 @@ def test_validate_prints_each_trials_count_and_estimate(tmp_path, capsys):
     # The feed-forward network's two Dense layers grow by 16·56 + 56 and 56·16 weights.
     assert large - small == 16 * 56 + 56 + 56 * 16
     assert lines[3].startswith("  within the memory budget of 64.0 GB")
+
+
+def test_validate_checks_a_bayes_range_at_its_ends_and_train_counts_its_trials(tmp_path, capsys):
+    document = {
+        **POOLED_ENCODER,
+        "sweep": {
+            "method": "bayes",
+            "num_trials": 5,
+            "parameters": {"model.nodes.encoder.params.ff_dim": {"low": 8, "high": 64}},
+        },
+    }
+    path = write(tmp_path, document)
+    assert cli.main(["validate", path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        f"{path}: valid (model 'graph' on task 'digits', 5 trials chosen from 57 combinations "
+        "(2 checked: each range at its ends))"
+    )
+    assert lines[1].startswith("  trial 0 (model.nodes.encoder.params.ff_dim=8): ")
+    assert lines[2].startswith("  trial 1 (model.nodes.encoder.params.ff_dim=64): ")
+    # `train` refuses a sweep, counting the trials it runs (num_trials), not the combinations.
+    assert cli.main(["train", path, "--runs", str(tmp_path / "runs")]) == 2
+    assert f"has a `sweep:` section (5 trials); run it with `keras-seq sweep {path}`" in (
+        capsys.readouterr().err
+    )

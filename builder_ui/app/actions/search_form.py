@@ -6,11 +6,20 @@ chosen one after another by Optuna's TPE sampler; ASHA (`scheduler: {type: asha,
 weak trials early. The form holds the method, the trials, the seed, ASHA's two settings and
 up to `MAX_ROWS` parameters. Each parameter is a field path (any field of the spec, a graph
 block's `model.nodes.<id>.params.<name>` too) and either its values (`16, 32, 64`, each read
-as YAML: `null`, `true`, `lstm`) or a range: `count` values from `low` to `high`, evenly
-spaced (`linear range`) or evenly spaced in their logarithm (`log range`, as a learning rate
-from 1e-4 to 1e-1 is searched), whole numbers when both ends are. A range goes into the spec as
-the list of its values, so the spec says exactly what will train, and a spec read back gives
-each parameter as its values.
+as YAML: `null`, `true`, `lstm`) or a range from `low` to `high`, `linear range` or `log range`
+(uniform in the logarithm, as a learning rate from 1e-4 to 1e-1 is searched):
+
+- with `random` or `bayes` a range goes into the spec as a range, `{low, high, log}`, which
+  the search draws each trial's value from (`builder_ui.specs.models.ParameterRange`; no count):
+  whole numbers (an `int` range) when both ends are whole and the field is not a float
+  field (its kind in the form, else its value in the spec), floats otherwise; a `type` the
+  spec's range gave is kept;
+- with `grid`, which tries every value, a range becomes the list of `count` values from `low`
+  to `high`, evenly spaced (in their logarithm for a log range), whole numbers when both ends
+  are, so the spec says exactly what will train.
+
+A spec read back gives a range as a range row and a list as its values (a grid's range as
+the values it became).
 
 The form and the YAML follow each other: `read_search(text, form)` reads the spec's search
 into the form (and says whether the form shows it already), `with_search(text, form)` writes
@@ -32,7 +41,7 @@ from builder_ui.app import forms
 from builder_ui.app.actions.build import dump
 from builder_ui.app.context import AppError
 from builder_ui.specs import SpecError, parse_yaml
-from builder_ui.specs.models import MAX_SWEEP_TRIALS
+from builder_ui.specs.models import MAX_SWEEP_TRIALS, is_finite_number
 from builder_ui.specs.sweep import SWEEPABLE_SECTIONS
 
 METHODS = ("grid", "random", "bayes")
@@ -51,7 +60,9 @@ class ParameterRow:
         path: The field (`train.learning_rate`); empty for an unused row.
         kind: One of `KINDS`.
         values: For `values`: the values, comma-separated, each read as YAML.
-        low, high, count: For a range: `count` values from `low` to `high`.
+        low, high: For a range: its ends, both included.
+        count: For a range in a grid: how many values from `low` to `high` it tries (a
+            random or bayes search draws from the range and needs none).
     """
 
     path: str = ""
@@ -152,6 +163,11 @@ def _form_of(document: Mapping[str, Any]) -> SearchForm:
         return SearchForm()
     rows = []
     for path, values in list(_parameters(sweep).items())[:MAX_ROWS]:
+        if isinstance(values, Mapping):  # a range
+            kind = "log range" if values.get("log") is True else "linear range"
+            low, high = (_number_or_none(values.get(end)) for end in ("low", "high"))
+            rows.append(ParameterRow(path=str(path), kind=kind, low=low, high=high))
+            continue
         listed = values if isinstance(values, list) else [values]
         text_values = ", ".join(_scalar_text(value).strip() for value in listed)
         rows.append(ParameterRow(path=str(path), values=text_values))
@@ -168,6 +184,11 @@ def _form_of(document: Mapping[str, Any]) -> SearchForm:
         reduction_factor=scheduler.get("reduction_factor", 3),
         rows=tuple(rows),
     )
+
+
+def _number_or_none(value: Any) -> float | None:
+    """A range's end for a number box: the number, or None for anything else."""
+    return value if is_finite_number(value) else None
 
 
 def _paths(document: Mapping[str, Any]) -> list[str]:
@@ -194,14 +215,9 @@ def range_values(low: float, high: float, count: int, *, log: bool = False) -> l
         ValueError: `count` below 2 or over `MAX_SWEEP_TRIALS`, `low` not below `high`, an
             end that is not finite, or an end not above 0 for a log range.
     """
-    if not (math.isfinite(low) and math.isfinite(high)):
-        raise ValueError(f"low and high must be numbers, got {low!r} and {high!r}")
     if not 2 <= count <= MAX_SWEEP_TRIALS:
         raise ValueError(f"count: expected 2 to {MAX_SWEEP_TRIALS:,} values, got {count!r}")
-    if low >= high:
-        raise ValueError(f"low must be below high, got {low!r} and {high!r}")
-    if log and low <= 0:
-        raise ValueError(f"a log range needs low above 0, got {low!r}")
+    _check_ends(low, high, log)
     ends = (math.log10(low), math.log10(high)) if log else (low, high)
     steps = [ends[0] + (ends[1] - ends[0]) * i / (count - 1) for i in range(count)]
     values = [10.0**step if log else step for step in steps]
@@ -211,7 +227,49 @@ def range_values(low: float, high: float, count: int, *, log: bool = False) -> l
     return [float(f"{value:.6g}") for value in values]
 
 
-def _row_values(row: ParameterRow, number: int) -> list[Any]:
+def _check_ends(low: float, high: float, log: bool) -> None:
+    """Refuse a range's ends (a `ValueError` saying why): not finite, not ordered, or not
+    above 0 for a log range."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"low and high must be numbers, got {low!r} and {high!r}")
+    if low >= high:
+        raise ValueError(f"low must be below high, got {low!r} and {high!r}")
+    if log and low <= 0:
+        raise ValueError(f"a log range needs low above 0, got {low!r}")
+
+
+def _range_mapping(
+    low: float, high: float, *, log: bool = False, field_kind: str | None = None, type_: Any = None
+) -> dict[str, Any]:
+    """A range as the spec writes it for `random` and `bayes`: `{low, high, log}`.
+
+    The ends are whole numbers (an `int` range) when both are whole and `field_kind` is not
+    `float`, else floats; `type_` (`int` or `float`, the spec's range's own) decides instead
+    when given, and is written.
+
+    Raises:
+        ValueError: as `range_values` for the ends, or an `int` range with an end not whole.
+    """
+    low, high = float(low), float(high)
+    _check_ends(low, high, log)
+    whole = low.is_integer() and high.is_integer()
+    if type_ == "int" and not whole:
+        raise ValueError(f"an int range needs whole ends, got {low!r} and {high!r}")
+    as_int = type_ == "int" or (type_ is None and whole and field_kind != "float")
+    mapping: dict[str, Any] = {
+        "low": int(low) if as_int else low,
+        "high": int(high) if as_int else high,
+        "log": log,
+    }
+    if type_ in ("int", "float"):
+        mapping["type"] = type_
+    return mapping
+
+
+def _row_values(
+    row: ParameterRow, number: int, method: str, field_kind: str | None, old: Any
+) -> list[Any] | dict[str, Any]:
+    """The spec's value of one row: its list of values, or (random, bayes) its range."""
     where = f"Search parameter {number} (`{row.path}`)"
     try:
         if row.kind == "values":
@@ -225,8 +283,15 @@ def _row_values(row: ParameterRow, number: int) -> list[Any]:
             return values
         if row.kind not in KINDS:
             raise ValueError(f"expected one of {', '.join(KINDS)}, got {row.kind!r}")
+        if method != "grid":  # drawn from the range: no count
+            if row.low is None or row.high is None:
+                raise ValueError("a range needs low and high")
+            type_ = old.get("type") if isinstance(old, Mapping) else None
+            return _range_mapping(
+                row.low, row.high, log=row.kind == "log range", field_kind=field_kind, type_=type_
+            )
         if row.low is None or row.high is None or row.count is None:
-            raise ValueError("a range needs low, high and count")
+            raise ValueError("a range needs low, high and count (a grid tries count values)")
         count = float(row.count)
         if not count.is_integer():
             raise ValueError(f"count: expected a whole number, got {row.count!r}")
@@ -257,10 +322,16 @@ def _searched(document: dict[str, Any], form: SearchForm) -> dict[str, Any]:
         return document
     if form.method not in METHODS:
         raise AppError(f"Search method: expected one of {', '.join(METHODS)}, got {form.method!r}")
-    parameters: dict[str, list[Any]] = {}
+    parameters: dict[str, Any] = {}
+    old_parameters = _parameters(old)
+    drawn = form.method != "grid" and any(row.kind != "values" for row in rows)
+    kinds = _field_kinds(document) if drawn else {}  # read only when a range needs them
     for number, row in enumerate(form.rows, start=1):
         if row.path and row.path.strip():
-            parameters[row.path.strip()] = _row_values(row, number)
+            path = row.path.strip()
+            parameters[path] = _row_values(
+                row, number, form.method, kinds.get(path), old_parameters.get(path)
+            )
     # Parameters past the form's rows (a search typed in the YAML may have more) stay.
     for path, values in list(_parameters(old).items())[MAX_ROWS:]:
         parameters.setdefault(path, values)
@@ -278,6 +349,21 @@ def _searched(document: dict[str, Any], form: SearchForm) -> dict[str, Any]:
         }
     document["sweep"] = sweep
     return document
+
+
+def _field_kinds(document: Mapping[str, Any]) -> dict[str, str]:
+    """Each field's kind (`int`, `float`, ...): the form's, else for a graph block's
+    parameter the kind of its value in the spec (`float` for 0.1, `int` for 8)."""
+    kinds = {f.path: f.kind for f in forms.form_fields(document)}
+    model = document.get("model")
+    nodes = model.get("nodes") if isinstance(model, Mapping) else None
+    for node in nodes if isinstance(nodes, list) else []:
+        params = node.get("params") if isinstance(node, Mapping) else None
+        for name, value in params.items() if isinstance(params, Mapping) else ():
+            if is_finite_number(value):
+                kind = "float" if isinstance(value, float) else "int"
+                kinds[f"model.nodes.{node.get('id')}.params.{name}"] = kind
+    return kinds
 
 
 def _whole(value: Any, field: str, low: int, high: int | None) -> int:

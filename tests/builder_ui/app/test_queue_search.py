@@ -98,6 +98,25 @@ def test_a_bayes_search_queues_each_trial_as_the_one_before_ends(ctx):
     assert f"search {sweep_id}: 3 of 3 trials chosen" in line
 
 
+def test_a_bayes_search_over_ranges_queues_trials_with_values_within_them(ctx):
+    parameters = {
+        "train.learning_rate": {"low": 1e-3, "high": 1e-1, "log": True},
+        "model.encoder.units": {"low": 2, "high": 4},
+    }
+    submitted = actions.queue_spec(
+        ctx, _text(method="bayes", num_trials=3, seed=0, parameters=parameters)
+    )
+    assert "TPE chooses 3 trials" in submitted.message
+    (record,) = ctx.store.list_runs()
+    assert ctx.jobs.wait_sweep(record.sweep_id, timeout=WAIT_S)
+    records = ctx.store.list_runs(sweep_id=record.sweep_id, history=True)
+    assert [r.status for r in records] == ["done"] * 3, [r.error for r in records]
+    rates = [r.spec["train"]["learning_rate"] for r in records]
+    units = [r.spec["model"]["encoder"]["units"] for r in records]
+    assert all(1e-3 <= rate <= 1e-1 for rate in rates) and len(set(rates)) == 3
+    assert all(type(unit) is int and 2 <= unit <= 4 for unit in units)
+
+
 @pytest.mark.large
 def test_asha_in_the_app_prunes_the_weak_trials_and_compare_shows_them(process_ctx):
     ctx = process_ctx

@@ -1,6 +1,7 @@
 """The Train tab's search form: a spec's `sweep:` section read into the form and written back.
 
-The ranges are checked against values worked out by hand (10^-4 … 10^-1, 8 … 64); the
+A grid's ranges are checked against values worked out by hand (10^-4 … 10^-1, 8 … 64); a
+random or bayes search's ranges are written as ranges and read back as the same form; the
 specs the form writes are validated as the queue validates them. No Gradio.
 """
 
@@ -125,12 +126,10 @@ def test_ranges_are_evenly_spaced_values_whole_when_both_ends_are():
             range_values(low, high, count, log=log)
 
 
-def test_a_form_with_ranges_writes_a_spec_the_queue_takes():
+def test_a_grids_range_becomes_its_count_values_and_reads_back_as_them():
     form = SearchForm(
         enabled=True,
-        method="random",
-        num_trials=4,
-        seed=3,
+        method="grid",
         asha=True,
         grace_period=1,
         reduction_factor=3,
@@ -144,9 +143,8 @@ def test_a_form_with_ranges_writes_a_spec_the_queue_takes():
     text = with_search(SPEC, form)
     sweep = sweep_of(text)
     assert sweep == {
-        "method": "random",
-        "num_trials": 4,
-        "seed": 3,
+        "method": "grid",
+        "seed": 0,
         "parameters": {
             "train.learning_rate": pytest.approx([1e-3, 1e-2, 1e-1], rel=1e-6),
             "model.encoder.units": [4, 8, 12],
@@ -157,6 +155,100 @@ def test_a_form_with_ranges_writes_a_spec_the_queue_takes():
     assert build.check(text).problems == []
     read_back = read_search(text).form.rows[1]
     assert read_back == ParameterRow("model.encoder.units", "values", "4, 8, 12")
+
+
+RANGED = SearchForm(
+    enabled=True,
+    method="random",
+    num_trials=4,
+    seed=3,
+    asha=True,
+    grace_period=1,
+    reduction_factor=3,
+    rows=(
+        ParameterRow("train.learning_rate", "log range", low=1e-3, high=1e-1),
+        ParameterRow("model.encoder.units", "linear range", low=4, high=12),
+        ParameterRow("model.encoder.cell", "values", "gru, lstm"),
+    ),
+)
+
+
+@pytest.mark.parametrize("method", ["random", "bayes"])
+def test_a_random_or_bayes_range_is_written_as_a_range_and_reads_back_the_same_form(method):
+    form = SearchForm(**{**RANGED.__dict__, "method": method})
+    text = with_search(SPEC, form)
+    sweep = sweep_of(text)
+    assert sweep["parameters"] == {
+        "train.learning_rate": {"low": 1e-3, "high": 1e-1, "log": True},
+        "model.encoder.units": {"low": 4, "high": 12, "log": False},  # whole: an int range
+        "model.encoder.cell": ["gru", "lstm"],
+    }
+    assert build.check(text).problems == []  # a spec the queue takes
+    assert read_search(text).form == form  # no count: a range drawn from needs none
+    assert read_search(text, form).shown  # the form that wrote it stays as it is
+    # A count typed in the form is for a grid only: it changes nothing here.
+    counted = SearchForm(
+        **{
+            **form.__dict__,
+            "rows": tuple(ParameterRow(**{**row.__dict__, "count": 5}) for row in form.rows),
+        }
+    )
+    assert with_search(SPEC, counted) == text
+
+
+def test_a_range_typed_in_the_spec_fills_its_row_and_its_type_is_kept():
+    typed = (
+        SPEC
+        + """\
+sweep:
+  method: bayes
+  num_trials: 3
+  parameters:
+    train.learning_rate: {low: 1.0e-4, high: 0.1, log: true}
+    train.label_smoothing: {low: 0, high: 1, type: float}
+"""
+    )
+    rows = read_search(typed).form.rows
+    assert rows == (
+        ParameterRow("train.learning_rate", "log range", low=1e-4, high=0.1),
+        ParameterRow("train.label_smoothing", "linear range", low=0, high=1),
+    )
+    # Written back from the form: the same ranges, a float range's whole ends kept floats.
+    parameters = sweep_of(with_search(typed, read_search(typed).form))["parameters"]
+    assert parameters == {
+        "train.learning_rate": {"low": 1e-4, "high": 0.1, "log": True},
+        "train.label_smoothing": {"low": 0.0, "high": 1.0, "log": False, "type": "float"},
+    }
+    assert isinstance(parameters["train.label_smoothing"]["low"], float)
+
+
+def test_a_float_fields_range_with_whole_ends_stays_a_float_range():
+    form = SearchForm(
+        enabled=True,
+        method="random",
+        num_trials=3,
+        rows=(
+            ParameterRow("train.learning_rate", "linear range", low=1, high=2),
+            ParameterRow("model.encoder.units", "linear range", low=4.0, high=12.0),
+        ),
+    )
+    parameters = sweep_of(with_search(SPEC, form))["parameters"]
+    rate, units = parameters["train.learning_rate"], parameters["model.encoder.units"]
+    assert (rate["low"], rate["high"]) == (1.0, 2.0) and isinstance(rate["low"], float)
+    assert (units["low"], units["high"]) == (4, 12) and isinstance(units["low"], int)
+    # A graph block's parameter: the kind of its value in the spec decides.
+    graph = build.preset_text("graph_attention_classifier")
+    rows = (
+        ParameterRow("model.nodes.encoder.params.units", "linear range", low=8.0, high=32.0),
+        ParameterRow("train.learning_rate", "log range", low=1e-3, high=1e-1),
+    )
+    searched = with_search(graph, SearchForm(enabled=True, method="bayes", num_trials=2, rows=rows))
+    assert sweep_of(searched)["parameters"]["model.nodes.encoder.params.units"] == {
+        "low": 8,
+        "high": 32,
+        "log": False,
+    }
+    assert build.check(searched).problems == []
 
 
 def test_the_form_is_refilled_from_the_spec_only_when_it_says_something_else():
@@ -201,7 +293,22 @@ def test_a_bad_row_or_setting_is_named_and_the_spec_is_not_written():
     )
     refused(
         SearchForm(enabled=True, rows=(ParameterRow("train.epochs", "linear range", low=1),)),
-        r"a range needs low, high and count",
+        r"a range needs low, high and count \(a grid tries count values\)",
+    )
+    drawn = {"enabled": True, "method": "random", "num_trials": 2}
+    refused(
+        SearchForm(**drawn, rows=(ParameterRow("train.epochs", "linear range", high=3),)),
+        r"^Search parameter 1 \(`train.epochs`\): a range needs low and high$",
+    )
+    refused(
+        SearchForm(
+            **drawn, rows=(ParameterRow("train.learning_rate", "log range", low=0, high=0.1),)
+        ),
+        r"^Search parameter 1 \(`train.learning_rate`\): a log range needs low above 0, got 0",
+    )
+    refused(
+        SearchForm(**drawn, rows=(ParameterRow("train.epochs", "linear range", low=3, high=1),)),
+        r"low must be below high, got 3.0 and 1.0",
     )
     refused(
         SearchForm(

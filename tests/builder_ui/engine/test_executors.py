@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builder_ui.engine import executors
+from builder_ui.engine import executors, search
 from builder_ui.engine.store import RunStore
 from builder_ui.specs import SpecError
 from tests.docs import snippets
@@ -134,9 +134,18 @@ def test_a_storage_uri_that_cannot_be_written_is_refused_before_any_run(tmp_path
 def test_missing_ray_names_the_extra_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` sees when it is absent
     store = RunStore(tmp_path)
-    with pytest.raises(executors.ExecutorError, match=r"pip install keras-seq\[ray\]"):
+    with pytest.raises(executors.ExecutorError, match=r'pip install "keras-seq\[ray\]"'):
         executors.run_sweep(SWEEP, store=store, executor="ray")
     assert store.list_runs() == []
+
+
+def test_missing_optuna_names_the_search_extra_in_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # what `import optuna` sees when absent
+    with pytest.raises(ModuleNotFoundError) as raised:
+        search.import_optuna()
+    assert str(raised.value) == (
+        "A sweep with method 'bayes' or a scheduler needs Optuna: pip install \"keras-seq[search]\""
+    )
 
 
 @pytest.mark.large

@@ -152,7 +152,7 @@ def test_a_killed_bayes_search_resumes_and_chooses_the_trials_it_had_not_yet(tmp
     document = _spec(
         method="bayes", num_trials=4, seed=1, parameters={"model.encoder.units": units}
     )
-    document["train"]["epochs"] = 3
+    document["train"] = {**document["train"], "epochs": 3}  # not BASE's own dict
     before = kill_sweep_in_its_second_trial(runs, document, trials=2)  # two not chosen yet
     sweep_id = before[0].sweep_id
     with RunStore(runs) as store:

@@ -69,6 +69,36 @@ def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose(local_ray, tmp_path
         assert record.pid == os.getpid()  # the driver owns the run
 
 
+def test_a_bayes_sweep_on_ray_draws_its_ranges_within_their_bounds(local_ray, tmp_path):
+    # Tune's OptunaSearch asks the same distributions as the local search: a log range of
+    # floats and a range of whole numbers, both ends included.
+    store = RunStore(tmp_path / "runs")
+    parameters = {
+        "train.learning_rate": {"low": 1e-3, "high": 1e-1, "log": True},
+        "model.encoder.units": {"low": 2, "high": 4},
+    }
+    document = {
+        **BASE,
+        "train": {**BASE["train"], "epochs": 1},
+        "sweep": {"method": "bayes", "num_trials": 3, "seed": 0, "parameters": parameters},
+    }
+    result = executors.run_sweep(document, store=store, executor="ray")
+    records = store.list_runs(sweep_id=result.sweep_id, history=True)
+    assert [record.status for record in records] == ["done"] * 3, [r.error for r in records]
+    rates = [record.spec["train"]["learning_rate"] for record in records]
+    units = [record.spec["model"]["encoder"]["units"] for record in records]
+    assert all(1e-3 <= rate <= 1e-1 for rate in rates) and len(set(rates)) == 3
+    assert all(type(unit) is int and 2 <= unit <= 4 for unit in units)
+    # Each run's values read back against the stored sweep: a local `keras-seq resume` of
+    # this search replays them with the same distributions.
+    spec = load_spec(store.sweep_spec(result.sweep_id))
+    values = search.trial_values(sweeps.trials(spec), records, spec.sweep)
+    assert [(v["train.learning_rate"], v["model.encoder.units"]) for v in values] == list(
+        zip(rates, units, strict=True)
+    )
+    store.close()
+
+
 def test_asha_on_ray_prunes_a_weak_trial_and_keeps_its_epochs(local_ray, tmp_path):
     # Grid order: a learning rate that learns, then two that barely move the weights. With 2
     # CPUs the first two train together; the third starts when one of them ends, after both

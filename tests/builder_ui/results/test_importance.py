@@ -39,9 +39,9 @@ SWEEP = {
 }
 
 
-def record_sweep(store: RunStore, loss_of) -> str:
-    """Every trial of SWEEP as a finished run whose epochs reach `loss_of(values)`."""
-    spec = load_spec(SWEEP)
+def record_sweep(store: RunStore, loss_of, document=SWEEP) -> str:
+    """Every trial of `document` (SWEEP) as a finished run whose epochs reach `loss_of(values)`."""
+    spec = load_spec(document)
     sweep = sweep_id(spec)
     store.record_sweep(sweep, spec)
     for trial in sweeps.trials(spec):
@@ -67,6 +67,32 @@ def test_the_parameter_that_sets_the_metric_takes_nearly_all_the_importance(tmp_
     assert list(found.shares) == ["train.learning_rate", "model.encoder.units"]
     assert found.shares["train.learning_rate"] > 0.95  # the units' effect is the noise alone
     assert math.isclose(sum(found.shares.values()), 1.0, rel_tol=1e-9)  # shares, normalised
+
+
+def test_a_sweep_of_ranges_is_measured_from_the_values_its_runs_drew(tmp_path):
+    # 32 trials drawn from a log range of rates and a range of units: each run's values are
+    # read from its spec (a range's values are no candidate's), so fANOVA sees the rates.
+    ranged = {
+        **SWEEP,
+        "sweep": {
+            "method": "random",
+            "num_trials": 32,
+            "seed": 2,
+            "metric": "val_loss",
+            "parameters": {
+                "train.learning_rate": {"low": 1e-4, "high": 1e-1, "log": True},
+                "model.encoder.units": {"low": 4, "high": 16},
+            },
+        },
+    }
+    with RunStore(tmp_path / "runs") as store:
+        sweep = record_sweep(store, learning_rate_alone, ranged)
+        found = sweep_importance(store, sweep)
+    assert found.trials == 32
+    assert list(found.shares) == ["train.learning_rate", "model.encoder.units"]
+    # The forest splits a V-shaped loss over a continuous rate: seeds 0 to 3 give the rate
+    # 0.92 to 0.96 of the variance (fewer trials, as low as 0.62).
+    assert found.shares["train.learning_rate"] > 0.85
 
 
 def test_keras_seq_runs_importance_prints_each_parameter_largest_first(tmp_path, capsys):

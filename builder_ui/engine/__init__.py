@@ -17,15 +17,8 @@
 `builder_ui.engine.run(spec, store=RunStore("runs"))` works.
 """
 
-from builder_ui.engine.store import (
-    DB_NAME,
-    FINAL_STATUSES,
-    STATUSES,
-    RunNotFoundError,
-    RunRecord,
-    RunStore,
-    StatusError,
-)
+from builder_ui.engine.records import FINAL_STATUSES, STATUSES, RunRecord
+from builder_ui.engine.store import DB_NAME, RunNotFoundError, RunStore, StatusError
 from builder_ui.engine.train import (
     BACKUP_DIR,
     MODEL_FILE,

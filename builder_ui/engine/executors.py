@@ -54,7 +54,8 @@ from typing import Any
 
 from builder_ui.builders import load_spec, memory, sweeps
 from builder_ui.engine import devices, interrupts, remote, search, train, transfer, tune_search
-from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.engine.records import RunRecord
+from builder_ui.engine.store import RunStore
 from builder_ui.extras import import_extra
 from builder_ui.specs import SpecError, shown
 

@@ -71,8 +71,9 @@ from builder_ui.engine import devices
 from builder_ui.engine.processes import alive, this_process
 from builder_ui.engine.progress import TRAINING, WAITING, ProgressBoard
 from builder_ui.engine.queued_search import QueuedSearch
+from builder_ui.engine.records import RunRecord
 from builder_ui.engine.slots import detect_slots, slot_environment
-from builder_ui.engine.store import RunRecord, RunStore, StatusError
+from builder_ui.engine.store import RunStore, StatusError
 from builder_ui.engine.worker import TrainingProcess
 
 _logger = logging.getLogger(__name__)

@@ -37,7 +37,7 @@ from typing import Any
 
 from builder_ui.builders import sweeps
 from builder_ui.engine import search
-from builder_ui.engine.store import RunRecord
+from builder_ui.engine.records import RunRecord
 
 Prune = Callable[[int, dict[str, Any]], bool]
 

@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from builder_ui.builders import sweeps
-from builder_ui.engine.store import RunRecord
+from builder_ui.engine.records import RunRecord
 from builder_ui.extras import import_extra
 from builder_ui.specs.models import MAX_SWEEP_TRIALS
 from builder_ui.specs.sweep import (

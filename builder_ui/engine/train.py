@@ -81,7 +81,8 @@ from builder_ui.builders import load_spec, memory, prepare
 from builder_ui.engine import devices, interrupts
 from builder_ui.engine.artifacts import ArtifactError, confine
 from builder_ui.engine.progress import ProgressCallback
-from builder_ui.engine.store import RunRecord, RunStore, StoreFullError
+from builder_ui.engine.records import RunRecord
+from builder_ui.engine.store import RunStore, StoreFullError
 from builder_ui.extras import missing_extra
 from builder_ui.specs import SpecError
 

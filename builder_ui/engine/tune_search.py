@@ -45,8 +45,9 @@ from typing import Any
 
 from builder_ui.builders import load_spec, sweeps
 from builder_ui.engine import devices, interrupts, remote, train
+from builder_ui.engine.records import RunRecord
 from builder_ui.engine.search import import_optuna
-from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.engine.store import RunStore
 from builder_ui.extras import import_extra
 
 _PRIMITIVE = (str, int, float, bool, type(None))

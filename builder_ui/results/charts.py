@@ -24,7 +24,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from builder_ui.engine.store import RunRecord
+from builder_ui.engine.records import RunRecord
 from builder_ui.results import compare
 
 # Columns of a `compare` table that are not spec fields (hyperparameters).

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from builder_ui import files
-from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.engine.records import RunRecord
+from builder_ui.engine.store import RunStore
 from builder_ui.specs.sweep import metric_mode
 
 LEADING_COLUMNS = ("id", "name", "status", "sweep")

@@ -10,7 +10,8 @@ import pytest
 
 from builder_ui import cli
 from builder_ui.app.actions import AppContext, results_view
-from builder_ui.engine.store import STATUSES, RunStore
+from builder_ui.engine.records import STATUSES
+from builder_ui.engine.store import RunStore
 from tests.app.compare_runs import full_spec, record_runs
 
 

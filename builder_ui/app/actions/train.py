@@ -20,7 +20,8 @@ from builder_ui.builders import (
 )
 from builder_ui.engine import search
 from builder_ui.engine.queued_search import QueuedSearch
-from builder_ui.engine.store import FINAL_STATUSES, RunNotFoundError, RunRecord
+from builder_ui.engine.records import FINAL_STATUSES, RunRecord
+from builder_ui.engine.store import RunNotFoundError
 from builder_ui.engine.train import preflight
 from builder_ui.results.compare import label_epochs
 from builder_ui.specs import ExperimentSpec, SpecError

@@ -43,7 +43,7 @@ import gradio as gr
 
 from builder_ui.app import actions
 from builder_ui.app.actions import compare as compare_actions
-from builder_ui.engine.store import STATUSES
+from builder_ui.engine.records import STATUSES
 from builder_ui.results.charts import MAX_SMOOTHING
 
 # Compact rows (more of them in view), and the first two columns (id, name) held at the

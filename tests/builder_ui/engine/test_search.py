@@ -10,7 +10,8 @@ from builder_ui import cli
 from builder_ui.app import actions
 from builder_ui.builders import load_spec
 from builder_ui.engine import executors, search
-from builder_ui.engine.store import FINAL_STATUSES, STATUSES, RunStore
+from builder_ui.engine.records import FINAL_STATUSES, STATUSES
+from builder_ui.engine.store import RunStore
 from builder_ui.specs import SpecError
 
 pytest.importorskip("optuna")

@@ -12,14 +12,8 @@ import time
 import pytest
 
 from builder_ui.engine import artifacts, processes
-from builder_ui.engine.store import (
-    DB_NAME,
-    SCHEMA_VERSION,
-    RunNotFoundError,
-    RunStore,
-    StatusError,
-    new_run_id,
-)
+from builder_ui.engine.records import new_run_id
+from builder_ui.engine.store import DB_NAME, SCHEMA_VERSION, RunNotFoundError, RunStore, StatusError
 
 SPEC = {
     "version": 1,

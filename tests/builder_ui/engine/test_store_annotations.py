@@ -11,14 +11,8 @@ import sqlite3
 
 import pytest
 
-from builder_ui.engine.store import (
-    DB_NAME,
-    MAX_NOTE_LENGTH,
-    MAX_TAGS_PER_RUN,
-    RunNotFoundError,
-    RunStore,
-    StatusError,
-)
+from builder_ui.engine.records import MAX_NOTE_LENGTH, MAX_TAGS_PER_RUN
+from builder_ui.engine.store import DB_NAME, RunNotFoundError, RunStore, StatusError
 from tests.builder_ui.engine.test_store import SPEC
 
 # The run store's tables as the first release made them (before tags, notes, stars).

@@ -20,7 +20,8 @@ from builder_ui import builders, engine
 from builder_ui.builders import prepare
 from builder_ui.engine import artifacts, devices
 from builder_ui.engine.progress import ProgressCallback, QueueProgress, TerminalProgress
-from builder_ui.engine.store import RunRecord, RunStore
+from builder_ui.engine.records import RunRecord
+from builder_ui.engine.store import RunStore
 from builder_ui.specs import SpecError
 
 pytestmark = pytest.mark.large
@@ -384,7 +385,8 @@ MIRRORED_CHILD = textwrap.dedent(
 
     import keras
     from builder_ui import engine
-    from builder_ui.engine.store import RunRecord, RunStore
+    from builder_ui.engine.store import RunStore
+    from builder_ui.engine.records import RunRecord
 
     class Replicas(keras.callbacks.Callback):
         def on_train_begin(self, logs=None):

@@ -2,7 +2,7 @@
 
 - `base`: `ModelBuilder` and `TaskBuilder`, what a type must provide.
 - `registry`: registration by type name, entry-point plugins, lookups.
-- `validation`: `load_spec` / `validate_spec` with the registered types, `check_kinds`.
+- `loading`: `load_spec` / `validate_spec` with the registered types, `check_kinds`.
 - `sweeps`: a sweep's trials, each validated.
 - `prepare`: `prepare(spec)` → `Prepared` (data splits, `build()`, `evaluate()`).
 - `presets`: the starting points of the arc, packaged YAML specs.
@@ -39,6 +39,13 @@ from builder_ui.builders.base import (
     ModelBuilder,
     TaskBuilder,
 )
+from builder_ui.builders.loading import (
+    check_kinds,
+    json_schema,
+    load_spec,
+    resolve_component,
+    validate_spec,
+)
 from builder_ui.builders.prepare import Prepared, load_task, make_optimizer, prepare
 from builder_ui.builders.registry import (
     ENTRY_POINT_GROUP,
@@ -58,13 +65,6 @@ from builder_ui.builders.registry import (
     unregister,
 )
 from builder_ui.builders.sweeps import Trial, expand, trials
-from builder_ui.builders.validation import (
-    check_kinds,
-    json_schema,
-    load_spec,
-    resolve_component,
-    validate_spec,
-)
 
 # The built-in type modules, registered above (their types are not plugins).
 BUILTIN_MODULES = tuple(

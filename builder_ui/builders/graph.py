@@ -75,10 +75,10 @@ from builder_ui.builders import (
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.captioning import Captioning
 from builder_ui.builders.graph_groups import MAX_GROUPS, GraphGroup
+from builder_ui.builders.loading import load_spec, resolve_component
 from builder_ui.builders.pointing import Pointing
 from builder_ui.builders.registry import register_model
 from builder_ui.builders.translating import Translating
-from builder_ui.builders.validation import load_spec, resolve_component
 from builder_ui.specs import ExperimentSpec, ModelParams, SpecError, StrictModel
 
 NODE_ID_PATTERN = graph_groups.NODE_ID_PATTERN  # r"^[a-z][a-z0-9_]{0,63}$"

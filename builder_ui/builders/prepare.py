@@ -23,7 +23,7 @@ from typing import Any
 
 from builder_ui.builders import registry
 from builder_ui.builders.base import ModelBuilder
-from builder_ui.builders.validation import check_kinds, check_kinds_match, load_spec
+from builder_ui.builders.loading import check_kinds, check_kinds_match, load_spec
 from builder_ui.specs import ExperimentSpec, SpecError, TrainSpec, shown
 
 

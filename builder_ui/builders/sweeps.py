@@ -1,9 +1,9 @@
-"""A sweep's trials as validated specs: the sweep space (`builder_ui.specs.sweep`) checked here.
+"""A sweep's trials as validated specs: the sweep space (`builder_ui.specs.sweep_space`) checked.
 
 `trials(spec)` validates each trial's document like any spec and checks its
 model against its task's kinds; the combinations that fail are all reported
 with their values in one `SpecError` (for `bayes`, every combination it may choose,
-a range at its ends: `builder_ui.specs.sweep`). `expand(spec)` gives just the specs;
+a range at its ends: `builder_ui.specs.sweep_space`). `expand(spec)` gives just the specs;
 `trial(spec, number, values)` validates the one combination a `bayes` search
 chose.
 """
@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from builder_ui.builders.validation import check_kinds, validate_spec
+from builder_ui.builders.loading import check_kinds, validate_spec
 from builder_ui.specs import ExperimentSpec, SpecError, shown
-from builder_ui.specs.sweep import (
+from builder_ui.specs.sweep_space import (
     grid_size,
     is_range,
     metric_mode,

@@ -52,8 +52,8 @@ from typing import Any
 from builder_ui.builders import sweeps
 from builder_ui.engine.records import RunRecord
 from builder_ui.extras import import_extra
-from builder_ui.specs.models import MAX_SWEEP_TRIALS
-from builder_ui.specs.sweep import (
+from builder_ui.specs.experiment import MAX_SWEEP_TRIALS
+from builder_ui.specs.sweep_space import (
     combination_at,
     combinations_count,
     draw_combination,

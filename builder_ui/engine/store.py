@@ -1190,7 +1190,7 @@ class RunStore:
         """Keep the spec of sweep `sweep_id` (with its `sweep:` section) beside its trials.
 
         The first spec recorded for an id stays: a sweep's id is a hash of its
-        spec (`builder_ui.specs.sweep.sweep_id`), so running the same spec again
+        spec (`builder_ui.specs.sweep_space.sweep_id`), so running the same spec again
         adds trials to the same sweep.
         """
         check_run_id(sweep_id)

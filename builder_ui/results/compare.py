@@ -42,7 +42,7 @@ from typing import Any
 from builder_ui import files
 from builder_ui.engine.records import RunRecord
 from builder_ui.engine.store import RunStore
-from builder_ui.specs.sweep import metric_mode
+from builder_ui.specs.sweep_space import metric_mode
 
 LEADING_COLUMNS = ("id", "name", "status", "sweep")
 EPOCH_COLUMNS = ("epochs_run", "epochs_planned")

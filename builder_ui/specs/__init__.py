@@ -1,6 +1,6 @@
 """The spec language: what to train, on what and how, as validated data (no Keras, no registry).
 
-- `models`: the pydantic models (`ExperimentSpec`, `TrainSpec`, `SweepSpec`, and
+- `experiment`: the pydantic models (`ExperimentSpec`, `TrainSpec`, `SweepSpec`, and
   `TaskParams`/`ModelParams`, the bases of every builder's fields).
 - `versions`: `SPEC_VERSION` and the upgrades of older documents.
 - `documents`: YAML/JSON text and files to plain data, and specs back to text.
@@ -8,7 +8,7 @@
   resolved by the caller (the builders' registry).
 - `errors`: `SpecError`, every problem with its field path, one per line.
 - `schema`: the JSON Schema of a spec over given component types.
-- `sweep`: the sweep space, one document per trial.
+- `sweep_space`: the sweep space, one document per trial.
 
 A spec that names task and model types is loaded with `builder_ui.builders.load_spec`,
 which brings the registry; this package knows nothing of which types exist.
@@ -24,7 +24,7 @@ from builder_ui.specs.documents import (
     read_spec_file,
 )
 from builder_ui.specs.errors import SpecError, problems_from, shown
-from builder_ui.specs.models import (
+from builder_ui.specs.experiment import (
     MAX_BATCH_SIZE,
     MAX_EPOCHS,
     MAX_SEED,
@@ -44,7 +44,7 @@ from builder_ui.specs.models import (
     is_finite_number,
     section_by_type,
 )
-from builder_ui.specs.sweep import grid_size, sweep_id
+from builder_ui.specs.sweep_space import grid_size, sweep_id
 from builder_ui.specs.versions import SPEC_VERSION, UPGRADES, upgrade
 
 __all__ = [

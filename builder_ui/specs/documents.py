@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from builder_ui.specs.errors import SpecError, shown
-from builder_ui.specs.models import ExperimentSpec
+from builder_ui.specs.experiment import ExperimentSpec
 
 # A spec is a page of text; anything larger is not a spec.
 MAX_SPEC_BYTES = 1_000_000

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, create_model
 
-from builder_ui.specs.models import (
+from builder_ui.specs.experiment import (
     NAME_PATTERN,
     ExperimentSpec,
     StrictModel,

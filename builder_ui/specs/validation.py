@@ -6,10 +6,10 @@
 The spec language does not know which task and model types exist: the caller
 passes `resolve`, which validates one `task` or `model` mapping against the
 params model of the type it names (the builders' registry does,
-`builder_ui.builders.validation.resolve_component`). Every problem of both
+`builder_ui.builders.loading.resolve_component`). Every problem of both
 steps is collected and raised at once, in document order (task before model
 before train), in one `SpecError`. A sweep's parameter paths are checked
-against the validated spec (`builder_ui.specs.sweep.check_paths`).
+against the validated spec (`builder_ui.specs.sweep_space.check_paths`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from builder_ui.specs.errors import SpecError, problems_from, shown
-from builder_ui.specs.models import Envelope, ExperimentSpec, StrictModel
-from builder_ui.specs.sweep import check_paths
+from builder_ui.specs.experiment import Envelope, ExperimentSpec, StrictModel
+from builder_ui.specs.sweep_space import check_paths
 from builder_ui.specs.versions import upgrade
 
 # resolve("task" | "model", mapping) -> the validated params, or SpecError.

@@ -1,6 +1,6 @@
 """The Train tab's search form: a spec's `sweep:` section as a form, and the form back as YAML.
 
-A search (`builder_ui.specs.sweep`) trains one run per combination of the values it tries:
+A search (`builder_ui.specs.sweep_space`) trains one run per combination of the values it tries:
 `grid` every combination, `random` `num_trials` of them drawn with `seed`, `bayes` `num_trials`
 chosen one after another by Optuna's TPE sampler; ASHA (`scheduler: {type: asha, …}`) stops
 weak trials early. The form holds the method, the trials, the seed, ASHA's two settings and
@@ -10,7 +10,7 @@ as YAML: `null`, `true`, `lstm`) or a range from `low` to `high`, `linear range`
 (uniform in the logarithm, as a learning rate from 1e-4 to 1e-1 is searched):
 
 - with `random` or `bayes` a range goes into the spec as a range, `{low, high, log}`, which
-  the search draws each trial's value from (`builder_ui.specs.models.ParameterRange`; no count):
+  the search draws each trial's value from (`builder_ui.specs.experiment.ParameterRange`; no count):
   whole numbers (an `int` range) when both ends are whole and the field is not a float
   field (its kind in the form, else its value in the spec), floats otherwise; a `type` the
   spec's range gave is kept;
@@ -41,8 +41,8 @@ from builder_ui.app import forms
 from builder_ui.app.actions.build import dump
 from builder_ui.app.context import AppError
 from builder_ui.specs import SpecError, parse_yaml
-from builder_ui.specs.models import MAX_SWEEP_TRIALS, is_finite_number
-from builder_ui.specs.sweep import SWEEPABLE_SECTIONS
+from builder_ui.specs.experiment import MAX_SWEEP_TRIALS, is_finite_number
+from builder_ui.specs.sweep_space import SWEEPABLE_SECTIONS
 
 METHODS = ("grid", "random", "bayes")
 KINDS = ("values", "linear range", "log range")

@@ -20,8 +20,8 @@ import pytest
 from builder_ui.builders import json_schema, load_spec
 from builder_ui.builders.sweeps import describe_space, grid_size, sweep_id, trials
 from builder_ui.specs import SpecError, dump_spec
-from builder_ui.specs.models import ParameterRange
-from builder_ui.specs.sweep import draw_value, random_combinations
+from builder_ui.specs.experiment import ParameterRange
+from builder_ui.specs.sweep_space import draw_value, random_combinations
 
 BASE = {
     "version": 2,

@@ -18,7 +18,7 @@ from builder_ui import cli
 from builder_ui.builders import load_spec, sweeps
 from builder_ui.engine.store import RunStore
 from builder_ui.results.importance import ImportanceError, sweep_importance
-from builder_ui.specs.sweep import sweep_id
+from builder_ui.specs.sweep_space import sweep_id
 
 pytest.importorskip("optuna")
 

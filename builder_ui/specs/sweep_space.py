@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builder_ui.specs.errors import SpecError, shown
-from builder_ui.specs.models import MAX_SWEEP_TRIALS, ExperimentSpec, ParameterRange
+from builder_ui.specs.experiment import MAX_SWEEP_TRIALS, ExperimentSpec, ParameterRange
 
 SWEEPABLE_SECTIONS = ("task", "model", "train")
 # How many repeats in a row `random_combinations` draws from the distributions before it

@@ -63,9 +63,6 @@ import errno
 import importlib.util
 import json
 import logging
-import math
-import os
-import secrets
 import shutil
 import threading
 import time
@@ -74,12 +71,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from builder_ui import files
 from builder_ui.builders import load_spec, memory, prepare
 from builder_ui.engine import devices, interrupts
 from builder_ui.engine.artifacts import ArtifactError, confine
+from builder_ui.engine.disk_space import (
+    OutOfSpaceError,
+    bytes_under,
+    check_space,
+    checkpoint_bytes,
+)
 from builder_ui.engine.progress import ProgressCallback
 from builder_ui.engine.records import RunRecord
 from builder_ui.engine.store import RunStore, StoreFullError
@@ -98,29 +98,6 @@ VOCABULARIES_FILE = "vocabularies.json"
 
 _logger = logging.getLogger(__name__)
 
-# What the free space must hold besides a checkpoint or a model: the run store's own writes
-# (SQLite's write-ahead log grows by a few 4 kB pages a commit) and the small files.
-STORE_MARGIN_BYTES = 256 * 1024
-# An HDF5 file stores each variable with its headers (about 1.2 kB measured), a `.keras`
-# file adds its config and zip directory: both are counted above the variables' bytes.
-_BYTES_PER_VARIABLE = 2048
-_FILE_OVERHEAD_BYTES = 64 * 1024
-
-
-class OutOfSpaceError(OSError):
-    """Too little free space for a checkpoint or the model: checked before either is written.
-
-    A full disk while HDF5 writes a checkpoint crashed the process (h5py, exit 139), so the
-    space is checked first; the run then ends `interrupted`, resumable.
-    """
-
-    def __init__(self, message: str):
-        super().__init__(errno.ENOSPC, message)
-
-    def __str__(self) -> str:
-        return self.strerror
-
-
 # The dtype policy and the seeds are process-wide, so runs in one process take turns.
 _RUN_LOCK = threading.Lock()
 
@@ -130,10 +107,6 @@ def artifact_dir(store: RunStore, run_id: str) -> Path:
     return store.artifact_dir(run_id)
 
 
-def _is_finite(value: Any) -> bool:
-    return not isinstance(value, (int, float)) or math.isfinite(value)
-
-
 def _num_examples(data: Any) -> int:
     """The number of examples in `fit`'s `x`: an array, or a dict/list of arrays."""
     if isinstance(data, dict):
@@ -141,331 +114,6 @@ def _num_examples(data: Any) -> int:
     elif isinstance(data, (list, tuple)):
         data = data[0]
     return len(data)
-
-
-def _make_callbacks_classes():
-    """Keras callback classes, defined on first use so that importing this module is cheap."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    class RunRecorder(keras.callbacks.Callback):
-        """Writes each finished epoch to the store; remembers the last one's logs.
-
-        Epoch-level only: a callback with batch hooks makes Keras call it after
-        every step on the training thread (no asynchronous dispatch). Given the
-        optimiser's `schedule` (a `LearningRateSchedule`), it records the rate
-        of each epoch's last update as `learning_rate`.
-        """
-
-        def __init__(self, store, run_id, cancel, nan_stop, interrupt=None, schedule=None):
-            super().__init__()
-            self.store = store
-            self.run_id = run_id
-            self.cancel = cancel
-            self.interrupt = interrupt
-            self.nan_stop = nan_stop
-            self.schedule = schedule
-            self.cancelled = False
-            self.interrupted = False
-            self.epochs_trained = 0
-            self.epoch = 0
-            self.epoch_start = 0.0
-            self.last_logs: dict | None = None
-
-        @property
-        def diverged_at(self) -> tuple[int, int] | None:
-            return self.nan_stop.diverged_at
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self.epoch = epoch + 1
-            self.epoch_start = time.perf_counter()
-
-        @property
-        def cut_short(self) -> bool:
-            """Whether training was stopped mid-epoch (cancelled or interrupted)."""
-            return self.cancelled or self.interrupted
-
-        def on_epoch_end(self, epoch, logs=None):
-            if self.cut_short:
-                return  # a cut-short epoch is not a finished one
-            logs = dict(logs or {})
-            if self.nan_stop.diverged_at is None and not _is_finite(logs.get("loss", 0.0)):
-                self.nan_stop.diverged_at = (epoch + 1, 0)
-            if self.schedule is not None:
-                # `iterations` counts the updates applied; the last one used schedule(n − 1).
-                last = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1
-                logs["learning_rate"] = float(keras.ops.convert_to_numpy(self.schedule(last)))
-            seconds = time.perf_counter() - self.epoch_start
-            self.store.append_epoch(self.run_id, epoch + 1, logs, seconds=seconds)
-            self.epochs_trained += 1
-            self.last_logs = logs
-
-    class NaNStop(keras.callbacks.TerminateOnNaN):
-        """`TerminateOnNaN` that notes where the loss first became NaN or infinite.
-
-        Keras may dispatch it off the training thread (`async_safe`: on JAX
-        and PyTorch, when no other callback has batch hooks), so that reading
-        each batch's loss does not stop the backend from running ahead. It
-        then only notes the batch, and stops training when the epoch ends: on
-        JAX (Keras 3.15) a callback that stops training mid-epoch from another
-        thread makes `fit` read metric arrays that the next step had already
-        donated ("Array has been deleted"). Called on the training thread (as
-        on TensorFlow, always), it stops after the very batch, as
-        `TerminateOnNaN` does.
-        """
-
-        async_safe = True
-
-        def __init__(self):
-            super().__init__()
-            self.epoch = 0
-            self.diverged_at: tuple[int, int] | None = None
-            self._training_thread = None
-
-        def on_train_begin(self, logs=None):
-            self._training_thread = threading.current_thread()
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self.epoch = epoch + 1
-
-        def on_batch_end(self, batch, logs=None):
-            loss = (logs or {}).get("loss")
-            if self.diverged_at is None and loss is not None and not _is_finite(loss):
-                self.diverged_at = (self.epoch, batch + 1)
-            if threading.current_thread() is self._training_thread:
-                super().on_batch_end(batch, logs)
-
-        def on_epoch_end(self, epoch, logs=None):
-            # Keras has waited for every batch callback of this epoch by now.
-            if self.diverged_at is not None:
-                self.model.stop_training = True
-
-    class ProgressBridge(keras.callbacks.Callback):
-        """Hands Keras' events to `ProgressCallback`s, with 1-based epochs and steps."""
-
-        def __init__(self, progress, epochs, steps):
-            super().__init__()
-            self.progress = list(progress)
-            self.epochs = epochs
-            self.steps = steps
-
-        def on_epoch_begin(self, epoch, logs=None):
-            for callback in self.progress:
-                callback.on_epoch_begin(epoch + 1, self.epochs)
-
-        def on_train_batch_end(self, batch, logs=None):
-            logs = dict(logs or {})
-            for callback in self.progress:
-                callback.on_batch_end(batch + 1, self.steps, logs)
-
-        def on_epoch_end(self, epoch, logs=None):
-            logs = dict(logs or {})
-            for callback in self.progress:
-                callback.on_epoch_end(epoch + 1, logs)
-
-    class CancelCheck(keras.callbacks.Callback):
-        """Last in the list: stops `fit` after this batch once a cancel or interrupt is set.
-
-        It also raises `KeyboardInterrupt` once Ctrl-C was pressed under
-        `interrupts.remembered()`, in case the first one was lost.
-        """
-
-        def __init__(self, recorder):
-            super().__init__()
-            self.recorder = recorder
-
-        def on_train_batch_end(self, batch, logs=None):
-            recorder = self.recorder
-            interrupts.raise_if_pressed()  # a Ctrl-C whose KeyboardInterrupt was lost
-            if recorder.cancel is not None and recorder.cancel.is_set():
-                recorder.cancelled = True
-            elif recorder.interrupt is not None and recorder.interrupt.is_set():
-                recorder.interrupted = True
-            if recorder.cut_short:
-                self.model.stop_training = True
-
-    class Backup(keras.callbacks.BackupAndRestore):
-        """`BackupAndRestore` that checks a checkpoint before resuming from it.
-
-        Keras trusts whatever `backup/` holds: garbage weights restart training
-        silently, a metadata `epoch` past the end skips training (the run would
-        be `done` unfinished), garbage metadata fails the run. Here each
-        checkpoint (the latest, then the previous, `.bkp`) is used only if its
-        metadata is an epoch from 1 to the epochs the store recorded (the
-        checkpoint of epoch N is written before the store records N) and its
-        weights load; the model's state is put back after a failed load. When
-        neither fits, the backup is moved aside (`backup.bad-*`) and training
-        restarts at epoch 1. Each problem is told through `note`.
-
-        The checkpoint is kept when `fit` ends (`delete_checkpoint=False`): the
-        engine removes it once the final model and record are written. The
-        checkpoint of an epoch cut short (cancel, interrupt) is not written.
-
-        Args:
-            backup_dir: `<run>/backup/`.
-            recorded: The epochs the store holds for the run (1 to N, in order).
-            epochs: The spec's `train.epochs`.
-            cut_short: Returns True once training was stopped mid-epoch.
-            note: Called with a sentence for each problem found.
-        """
-
-        def __init__(self, backup_dir, *, recorded, epochs, cut_short, note):
-            super().__init__(backup_dir=backup_dir, double_checkpoint=True, delete_checkpoint=False)
-            self.recorded = recorded
-            self.epochs = epochs
-            self.cut_short = cut_short
-            self.note = note
-
-        @property
-        def async_safe(self):
-            # Saving every epoch, its batch hook does nothing; Keras need not wait for it.
-            return self.save_freq == "epoch"
-
-        def on_train_begin(self, logs=None):
-            backup = Path(self.backup_dir)
-            if not backup.exists():
-                if self.recorded:
-                    self.note(
-                        f"no checkpoint in {backup} for the {self.recorded} recorded epochs; "
-                        "training restarts at epoch 1"
-                    )
-                return
-            model = self.model
-            if model.optimizer is not None and not model.optimizer.built:
-                model.optimizer.build(model.trainable_variables)  # its state loads with the weights
-            state = [*model.variables, *(model.optimizer.variables if model.optimizer else ())]
-            initial = [variable.numpy() for variable in state]
-            problems = []
-            for label, weights, metadata in (
-                ("latest", self._weights_path, self._training_metadata_path),
-                ("previous", self._prev_weights_path, self._prev_training_metadata_path),
-            ):
-                try:
-                    epoch = self._load(Path(weights), Path(metadata))
-                except _BadCheckpoint as problem:
-                    problems.append(f"the {label} checkpoint {problem}")
-                    for variable, value in zip(state, initial, strict=True):
-                        variable.assign(value)
-                    continue
-                model._initial_epoch = epoch
-                if problems:
-                    aside = self._promote_previous(backup)
-                    self.note(
-                        f"{'; '.join(problems)}; training resumes from the {label} checkpoint "
-                        f"at epoch {epoch + 1} (the bad one is kept aside in {aside})"
-                    )
-                return
-            aside = backup.with_name(f"{backup.name}.bad-{secrets.token_hex(4)}")
-            os.replace(backup, aside)
-            model._initial_epoch = 0
-            self.note(
-                f"{'; '.join(problems)}; the backup is kept aside in {aside} and training "
-                "restarts at epoch 1"
-            )
-
-        def _promote_previous(self, backup: Path) -> Path:
-            """Copy the bad latest checkpoint aside, then make the previous one the latest.
-
-            Otherwise the next epoch's save would copy the bad latest over the
-            previous, the one good copy.
-            """
-            aside = backup.with_name(f"{backup.name}.bad-{secrets.token_hex(4)}")
-            aside.mkdir()
-            for latest, previous in (
-                (self._weights_path, self._prev_weights_path),
-                (self._training_metadata_path, self._prev_training_metadata_path),
-            ):
-                if os.path.exists(latest):
-                    shutil.copy2(latest, aside / Path(latest).name)
-                with files.atomic_path(latest) as temporary:
-                    shutil.copy2(previous, temporary)
-            return aside
-
-        def _load(self, weights: Path, metadata: Path) -> int:
-            """Load one checkpoint; returns its epoch, or raises `_BadCheckpoint` saying why."""
-            if not metadata.exists():
-                raise _BadCheckpoint(f"has no metadata ({metadata.name})")
-            try:
-                data = json.loads(metadata.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError) as error:
-                raise _BadCheckpoint(
-                    f"has unreadable metadata ({metadata.name}: {error})"
-                ) from None
-            epoch = data.get("epoch") if isinstance(data, dict) else None
-            last = min(self.recorded, self.epochs)
-            if isinstance(epoch, bool) or not isinstance(epoch, int) or not 1 <= epoch <= last:
-                raise _BadCheckpoint(
-                    f"says epoch {epoch!r} ({metadata.name}), but the run records {self.recorded} "
-                    f"finished epochs of {self.epochs}"
-                )
-            if not weights.exists():
-                raise _BadCheckpoint(f"has no weights ({weights.name})")
-            # Keras loads only files named `*.weights.h5`; the previous one is `*.h5.bkp`.
-            readable = weights.with_name(f".restoring-{secrets.token_hex(4)}.weights.h5")
-            try:
-                shutil.copyfile(weights, readable)
-                self.model.load_weights(str(readable))
-            except Exception as error:  # h5py and Keras raise many kinds for a damaged file
-                if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-                    raise  # the disk is full, the checkpoint may be good: the run is interrupted
-                raise _BadCheckpoint(
-                    f"has unreadable weights ({weights.name}: {type(error).__name__}: {error})"
-                ) from None
-            finally:
-                readable.unlink(missing_ok=True)
-            return epoch
-
-        def on_epoch_end(self, epoch, logs=None):
-            if not self.cut_short():  # an epoch cut short is not a checkpoint to resume from
-                backup = Path(self.backup_dir)
-                # The latest is copied to the previous, then written again: two at most.
-                needed = 2 * _checkpoint_bytes(self.model) - _bytes_under(backup)
-                _check_space(backup, needed, f"the checkpoint of epoch {epoch + 1}")
-                super().on_epoch_end(epoch, logs)
-
-    return RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup
-
-
-class _BadCheckpoint(Exception):
-    """A checkpoint in `<run>/backup/` that cannot be resumed from; the message says why."""
-
-
-def _checkpoint_bytes(model: Any) -> int:
-    """About the size of one checkpoint of `model`, or of its `.keras` file.
-
-    Both hold the variables and the optimiser's state. Before the first training step
-    the optimiser has no state yet: two slots per trainable variable are counted (Adam's).
-    """
-
-    def size(variables) -> int:
-        return sum(
-            math.prod(variable.shape) * np.dtype(variable.dtype).itemsize + _BYTES_PER_VARIABLE
-            for variable in variables
-        )
-
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is not None and optimizer.built:
-        state = size(optimizer.variables)
-    else:
-        state = 2 * size(model.trainable_variables)
-    return size(model.variables) + state + _FILE_OVERHEAD_BYTES
-
-
-def _bytes_under(path: Path) -> int:
-    """The bytes of the files under `path` (0 when it does not exist)."""
-    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
-
-
-def _check_space(path: Path, needed: int, what: str) -> None:
-    """Raise `OutOfSpaceError` unless the disk of `path` has `needed` bytes free, and a margin."""
-    needed = max(needed, 0) + STORE_MARGIN_BYTES
-    existing = next(parent for parent in (path, *path.parents) if parent.exists())
-    free = shutil.disk_usage(existing).free
-    if free < needed:
-        raise OutOfSpaceError(
-            f"No space left for {what} in {path}: it needs about {memory.format_bytes(needed)}, "
-            f"{memory.format_bytes(free)} is free"
-        )
 
 
 def _out_of_space(error: BaseException) -> bool:
@@ -491,26 +139,6 @@ def _interrupt_out_of_space(store, run_id, error, wall_time) -> RunRecord:
         error=f"{problem}: free some space, then resume it to continue from epoch {kept + 1}.",
         wall_time=wall_time,
     )
-
-
-def _prune_check(recorder, prune, pruned_at):
-    """A Keras callback asking `prune(epoch, logs)` after each epoch the recorder recorded.
-
-    After the recorder in the list: an epoch is recorded before it can end the
-    run. When `prune` says yes, the epoch goes into `pruned_at` and `fit` stops.
-    """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    class PruneCheck(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            if recorder.cut_short or recorder.diverged_at is not None:
-                return
-            if prune(epoch + 1, dict(recorder.last_logs or {})):
-                pruned_at.append(epoch + 1)
-                self.model.stop_training = True
-
-    return PruneCheck()
 
 
 def _note(store: RunStore, run_id: str, message: str) -> None:
@@ -775,10 +403,12 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
     directory.mkdir(parents=True, exist_ok=True)
     backup_dir = directory / BACKUP_DIR
     started = time.perf_counter()
-    RunRecorder, NaNStop, ProgressBridge, CancelCheck, Backup = _make_callbacks_classes()
-    nan_stop = NaNStop()
+    # Keras loads on first use, not on import (specs and the app start without it).
+    from builder_ui.engine import callbacks
+
+    nan_stop = callbacks.NaNStop()
     cancel, interrupt = stops
-    recorder = RunRecorder(store, run_id, cancel, nan_stop, interrupt)
+    recorder = callbacks.RunRecorder(store, run_id, cancel, nan_stop, interrupt)
     record = None
     caller_policy = keras.mixed_precision.dtype_policy()
     try:
@@ -802,15 +432,15 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
             for callback in progress:
                 callback.on_run_start(record, train.epochs, steps)
             # Room for the whole run before its first epoch: two checkpoints, then the model.
-            _check_space(
+            check_space(
                 directory,
-                3 * _checkpoint_bytes(model) - _bytes_under(backup_dir),
+                3 * checkpoint_bytes(model) - bytes_under(backup_dir),
                 "its checkpoints and model",
             )
 
             # The checkpoint of epoch N is written before the store records epoch N,
             # so a run killed in between resumes from a checkpoint of every recorded epoch.
-            backup = Backup(
+            backup = callbacks.Backup(
                 str(backup_dir),
                 recorded=_recorded_epochs(store, run_id),
                 epochs=train.epochs,
@@ -837,13 +467,13 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                 )
                 store.set_artifact(run_id, TENSORBOARD_DIR, directory / TENSORBOARD_DIR)
             if progress:
-                fit_callbacks.append(ProgressBridge(progress, train.epochs, steps))
+                fit_callbacks.append(callbacks.ProgressBridge(progress, train.epochs, steps))
             fit_callbacks += keras_callbacks
             if cancel is not None or interrupt is not None or interrupts.watching():
-                fit_callbacks.append(CancelCheck(recorder))
+                fit_callbacks.append(callbacks.CancelCheck(recorder))
             pruned_at = []
             if prune is not None:
-                fit_callbacks.append(_prune_check(recorder, prune, pruned_at))
+                fit_callbacks.append(callbacks.PruneCheck(recorder, prune, pruned_at))
 
             fit_seconds = 0.0
             if cancel is not None and cancel.is_set():
@@ -926,7 +556,7 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
                     model, validation_logs=recorder.last_logs if reuse else None
                 )
                 save_vocabularies(store, run_id, prepared.task)
-                _check_space(directory, _checkpoint_bytes(model), f"the model ({MODEL_FILE})")
+                check_space(directory, checkpoint_bytes(model), f"the model ({MODEL_FILE})")
                 with store.atomic_artifact(run_id, MODEL_FILE) as path:
                     model.save(path)
                 record = store.finish(

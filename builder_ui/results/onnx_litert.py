@@ -1,9 +1,10 @@
 """ONNX and LiteRT (TensorFlow Lite) files of a trained model, for runtimes without Keras.
 
     write_onnx(model, path)                       a model's forward pass, for onnxruntime
-    write_onnx(seq2seq, path, decode_length=L)    an encoder–decoder's greedy decode loop
+    write_onnx(seq2seq, path, decode_length=L)    an encoder–decoder's decode loop (beam search)
+    write_onnx(seq2seq, path, decode_length=L, decoding=Greedy())        greedy, on request
     write_litert(model, path, batch_size=B)       the same, for the LiteRT interpreter
-    write_litert(seq2seq, path, batch_size=B, decode_length=L)
+    write_litert(seq2seq, path, batch_size=B, decode_length=L, decoding=Beam(width=2))
 
 What goes into the file:
 
@@ -13,26 +14,33 @@ What goes into the file:
   inputs (`sequence`, `image`, ...; the pointer network's two are `sequence`
   and `pointers`), masks included: a padded token is masked in the file as in
   Keras, since the mask is computed from the ids inside the graph.
-- An encoder–decoder (a model with `encode` and `decode_step`): greedy
-  decoding, `keras_seq.models.greedy_decode(model, source, decode_length)`,
-  the whole loop in the file (an ONNX `Loop`, a TFLite `WHILE`). Input
+- An encoder–decoder (a model with `encode` and `decode_step`): its
+  decoding as `decoding` says, `keras_seq.models.Beam()` (beam search of
+  width 4 with length penalty 0.6, `beam_search`) unless told otherwise, or
+  `Greedy()` (`greedy_decode`), the whole loop in the file (an ONNX `Loop`,
+  a TFLite `WHILE`; beam search's top-k over the flattened `K × V`
+  candidate scores, its gathers of each survivor's parent state and its
+  selections convert to builtin operators of both formats). Input
   `source`, int32 `(batch, S)` ids right-padded with PAD (0); outputs `ids`
   int32 `(batch, decode_length)` (tokens, END, then PAD), `scores` float32
-  `(batch,)` (the log-probability of each translation) and `lengths` int32
-  `(batch,)` (tokens, END included). Text does not go in: ONNX has no string
-  operators and LiteRT's builtin operators no tokeniser, so the SavedModel's
-  `translate` signature has no counterpart; ids come from, and go back to
+  `(batch,)` (the log-probability of each translation, not length-normalised)
+  and `lengths` int32 `(batch,)` (tokens, END included): what
+  `decoding.decode(model, source, decode_length)` gives in Keras. Text does
+  not go in: ONNX has no string operators and LiteRT's builtin operators no
+  tokeniser, so the SavedModel's `translate` signature has no counterpart;
+  ids come from, and go back to
   text through, the run's vocabularies (`Vocabulary.encode` / `decode`).
   The ONNX file carries them in its metadata, under `VOCABULARIES_KEY`
   (the JSON of `Translator.vocabularies_json`): a subword vocabulary is a
   SentencePiece model there, so `sentencepiece` and `onnxruntime` alone
-  translate text with it. A LiteRT file does not carry them.
+  translate text with it; and how it decodes under `DECODING_KEY`
+  (`Translator.decoding_json`). A LiteRT file does not carry them.
 
 ONNX: `tf2onnx.convert.from_function` on the traced call, opset 18, which is
 what Keras's `model.export(format="onnx")` does on TensorFlow, with two
 differences that it does not allow: opset 18 rather than tf2onnx's default 15
-(ONNX's `BitwiseAnd` begins at 18), and two TensorFlow operators tf2onnx has no
-conversion for, converted here (`CUSTOM_OPS`):
+(ONNX's `BitwiseAnd` begins at 18), and conversions of our own (`CUSTOM_OPS`)
+for two TensorFlow operators tf2onnx has none for and one it converts wrongly:
 
 - `Erfc`, from the exact GELU (`keras.activations.gelu(x, approximate=False)`
   is `x/2 · erfc(−x/√2)`) in the Vision Transformer's feed-forward layers:
@@ -46,6 +54,14 @@ conversion for, converted here (`CUSTOM_OPS`):
   sign bit itself is computed instead, `x < 0 or (x = 0 and 1/x < 0)`, as
   INT32_MIN or 0, which the `BitwiseAnd` passes on unchanged. Any other
   `Bitcast` is refused.
+- `Select` and `SelectV2` (`keras.ops.where`): tf2onnx writes a float
+  selection as arithmetic, `cast(c)·x + cast(¬c)·y`, unless it sees an
+  infinity among constant inputs; but `0 · ±inf` is NaN, and beam search
+  selects between scores that are −inf (the beams not yet alive, the
+  candidates a finished beam cannot take): the converted beam search
+  returned NaN scores and zero ids. Here every selection is ONNX's `Where`,
+  exact for any values (tf2onnx's own handler, told the inputs may be
+  infinite).
 
 Every operator left in the file must be an ONNX operator of that opset, or
 the export is refused with their names (tf2onnx itself only logs them).
@@ -90,6 +106,8 @@ ONNX_OPSET = 18
 INT32_MIN = int(np.iinfo(np.int32).min)
 # The metadata key of a translator's vocabularies in its ONNX file (`Translator.vocabularies_json`).
 VOCABULARIES_KEY = "keras_seq.vocabularies"
+# The metadata key of how its decode loop decodes (`Translator.decoding_json`).
+DECODING_KEY = "keras_seq.decoding"
 # The Python packages each format needs (module name: pip name).
 PACKAGES = {
     "onnx": {"tensorflow": "tensorflow", "tf2onnx": "tf2onnx", "onnx": "onnx"},
@@ -166,13 +184,29 @@ def _forward(model: Any):
     return serve
 
 
-def _decoder(model: Any, decode_length: int):
-    """Greedy decoding as a function of the source ids: `{ids, scores, lengths}`."""
+def _strategy(model: Any, decode_length: int | None, decoding: Any) -> Any:
+    """The decoding of an encoder–decoder's file: `decoding` checked, `Beam()` for None.
+
+    A model without a decode loop (`decode_length` None) takes no decoding.
+    """
+    if decode_length is None:
+        if decoding is not None:
+            raise ValueError(
+                "Received an invalid value for argument `decoding`, expected None for a model "
+                f"written without a decode loop (no decode_length), got {decoding!r}."
+            )
+        return None
     # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.models import decoding
+    from keras_seq.models import strategies
+
+    return strategies.exportable(strategies.Beam() if decoding is None else decoding, model)
+
+
+def _decoder(model: Any, decode_length: int, strategy: Any):
+    """`strategy`'s decoding as a function of the source ids: `{ids, scores, lengths}`."""
 
     def serve(source):
-        result = decoding.greedy_decode(model, source, decode_length)
+        result = strategy.decode(model, source, decode_length)
         return {"ids": result.ids, "scores": result.scores, "lengths": result.lengths}
 
     return serve
@@ -193,13 +227,23 @@ def write_onnx(
     path: str | os.PathLike,
     *,
     decode_length: int | None = None,
+    decoding: Any = None,
     metadata: Mapping[str, str] | None = None,
 ) -> None:
-    """Write `model` (or its greedy decode loop) as an ONNX file; see the module docstring.
+    """Write `model` (or its decode loop) as an ONNX file; see the module docstring.
 
-    `metadata` goes into the file's `metadata_props` (onnxruntime:
-    `session.get_modelmeta().custom_metadata_map`); a translator's export
-    keeps its vocabularies there (`VOCABULARIES_KEY`).
+    Args:
+        model: A Keras model, or an encoder–decoder (`encode`, `decode_step`).
+        path: The file to write.
+        decode_length: An encoder–decoder's most output tokens, END
+            included: its decode loop is written. None: `model`'s forward pass.
+        decoding: With `decode_length`: `keras_seq.models.Beam(...)` or
+            `Greedy()`; None (default) is `Beam()`, beam search of width 4
+            with length penalty 0.6. `Sample` is refused.
+        metadata: Goes into the file's `metadata_props` (onnxruntime:
+            `session.get_modelmeta().custom_metadata_map`); a translator's
+            export keeps its vocabularies (`VOCABULARIES_KEY`) and its
+            decoding (`DECODING_KEY`) there.
 
     Raises:
         ConversionError: An operator without an ONNX conversion (named).
@@ -209,12 +253,14 @@ def write_onnx(
     import tensorflow as tf
     import tf2onnx
 
+    strategy = _strategy(model, decode_length, decoding)
     if decode_length is None:
         signature = [_input_specs(model, None)]
         function = tf.function(_forward(model), input_signature=signature)
     else:
         signature = [_source_spec(None)]
-        function = tf.function(_decoder(model, decode_length), input_signature=signature)
+        serve = _decoder(model, decode_length, strategy)
+        function = tf.function(serve, input_signature=signature)
     with _tf2onnx_reasons() as reasons:
         proto, _ = tf2onnx.convert.from_function(
             function, signature, opset=ONNX_OPSET, custom_op_handlers=CUSTOM_OPS
@@ -336,8 +382,32 @@ def _sign_bit(ctx, node, name, args):
     ctx.replace_inputs(node, [sign, constant(INT32_MIN, np.int32), constant(0, np.int32)])
 
 
+def _where(ctx, node, name, args):
+    """`Select`/`SelectV2` as ONNX `Where`, never as `cast(c)·x + cast(¬c)·y`.
+
+    tf2onnx's own handler (opset 9 on) writes that product form for float
+    selections, faster in onnxruntime, unless it finds an infinity or NaN
+    among constant inputs (its `handles_nan`); but a selection between
+    computed values can meet ±inf too, and `0 · ±inf = NaN` then poisons
+    the result whichever branch is chosen. Beam search selects among scores
+    that are −inf (its beams not yet alive, a finished beam's other
+    tokens). Marked as handling infinities, the handler writes `Where`,
+    which is exact for any value.
+    """
+    # The export extra, loaded when an ONNX export runs (it may not be installed).
+    from tf2onnx.onnx_opset.controlflow import Select
+
+    node.set_attr("handles_nan", True)  # read by the handler, dropped from the ONNX node
+    Select.version_9(ctx, node)
+
+
 # tf2onnx's custom handlers: TensorFlow operator → (handler, []).
-CUSTOM_OPS = {"Erfc": (_erfc, []), "Bitcast": (_sign_bit, [])}
+CUSTOM_OPS = {
+    "Erfc": (_erfc, []),
+    "Bitcast": (_sign_bit, []),
+    "Select": (_where, []),
+    "SelectV2": (_where, []),
+}
 
 
 # --- LiteRT -----------------------------------------------------------------------------------
@@ -349,10 +419,14 @@ def write_litert(
     *,
     batch_size: int,
     decode_length: int | None = None,
+    decoding: Any = None,
 ) -> None:
-    """Write `model` (or its greedy decode loop) as a LiteRT `.tflite` file; see the docstring.
+    """Write `model` (or its decode loop) as a LiteRT `.tflite` file; see the docstring.
 
-    `path` must end in `.tflite` (Keras's exporter asks it).
+    `path` must end in `.tflite` (Keras's exporter asks it). `decoding`, with
+    `decode_length`, as for `write_onnx`: `Beam()` unless told otherwise
+    (beam search converts to TFLite builtins, its `K` beams per source
+    `K × batch_size` rows inside the loop), or `Greedy()`.
 
     Raises:
         ConversionError: Operators that are not TFLite builtins (named).
@@ -360,6 +434,7 @@ def write_litert(
     # TensorFlow loads on first use, not on import (an export needs it, not the app).
     import tensorflow as tf
 
+    strategy = _strategy(model, decode_length, decoding)
     builtins = [tf.lite.OpsSet.TFLITE_BUILTINS]
     try:
         with _converter_stderr():
@@ -372,7 +447,7 @@ def write_litert(
                     target_spec={"supported_ops": builtins},
                 )
                 return
-            content = _convert_decoder(model, batch_size, decode_length, builtins)
+            content = _convert_decoder(model, batch_size, decode_length, strategy, builtins)
     except Exception as error:
         if not _is_converter_error(error):
             raise
@@ -417,7 +492,9 @@ def _is_converter_error(error: BaseException) -> bool:
     return type(error).__name__ == "ConverterError"
 
 
-def _convert_decoder(model: Any, batch_size: int, decode_length: int, builtins) -> bytes:
+def _convert_decoder(
+    model: Any, batch_size: int, decode_length: int, strategy: Any, builtins
+) -> bytes:
     """The decode loop as a `.tflite` flatbuffer, through a SavedModel (see the docstring)."""
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
@@ -428,7 +505,9 @@ def _convert_decoder(model: Any, batch_size: int, decode_length: int, builtins) 
         archive = keras.export.ExportArchive()
         archive.track(model)
         archive.add_endpoint(
-            "serve", _decoder(model, decode_length), input_signature=[_source_spec(batch_size)]
+            "serve",
+            _decoder(model, decode_length, strategy),
+            input_signature=[_source_spec(batch_size)],
         )
         archive.write_out(directory, verbose=False)
         graph_file = os.path.join(directory, "saved_model.pb")
@@ -513,6 +592,7 @@ def _converter_reason(error: Exception) -> str:
 
 __all__ = [
     "CUSTOM_OPS",
+    "DECODING_KEY",
     "ONNX_OPSET",
     "ConversionError",
     "check_exportable",

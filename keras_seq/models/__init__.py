@@ -36,7 +36,10 @@ target_vocab_size, encoder)` is its decoder over an image encoder of one's own.
 `greedy_decode(model, source, max_length)`, `sample_decode(…, temperature,
 top_k, top_p, seed)` and `beam_search(…, beam_width, length_penalty,
 coverage_penalty)` decode any such model in one compiled loop
-(`compile_decoder` compiles any of them for the backend);
+(`compile_decoder` compiles any of them for the backend); `Greedy()`,
+`Beam(width, length_penalty, coverage_penalty)` and `Sample(temperature,
+top_k, top_p, seed)` are those choices as values (`keras_seq.models.strategies`),
+which the exports take;
 `Translator(model, source_vocabulary, target_vocabulary)` turns text into
 text with them, returns the attention alignment per output token, saves as
 one `.keras` file and exports a TensorFlow SavedModel.
@@ -66,6 +69,7 @@ from keras_seq.models.recurrent import recurrent_model
 from keras_seq.models.rnn_seq2seq import RNNSeq2Seq
 from keras_seq.models.seq2seq import seq2seq
 from keras_seq.models.seq2seq_base import Seq2Seq
+from keras_seq.models.strategies import Beam, Greedy, Sample
 from keras_seq.models.transformer import transformer_classifier, vision_transformer
 from keras_seq.models.transformer_seq2seq import TransformerSeq2Seq
 from keras_seq.models.translator import Alignment, Translator
@@ -75,9 +79,12 @@ __all__ = [
     "AssembledSeq2Seq",
     "AssembledShowAttendTell",
     "AssembledTransformerSeq2Seq",
+    "Beam",
     "DecodeResult",
+    "Greedy",
     "PointerNetwork",
     "RNNSeq2Seq",
+    "Sample",
     "Seq2Seq",
     "ShowAttendTell",
     "TransformerSeq2Seq",

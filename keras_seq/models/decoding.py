@@ -451,7 +451,7 @@ def beam_search(
     source, max_length, end_token, start_token = _check_common(
         model, source, max_length, end_token, start_token
     )
-    k = validation.positive_int("beam_width", beam_width, MAX_BEAM_WIDTH)
+    k = _check_beam_width(beam_width)
     alpha, beta = _check_beam_penalties(model, length_penalty, coverage_penalty)
     return_attention = validation.boolean("return_attention", return_attention)
     batch = ops.shape(source)[0]
@@ -640,7 +640,7 @@ def compile_decoder(
     """
     _check_model(model)
     max_length = validation.positive_int("max_length", max_length, MAX_DECODE_LENGTH)
-    beam_width = validation.positive_int("beam_width", beam_width, MAX_BEAM_WIDTH)
+    beam_width = _check_beam_width(beam_width)
     if method is None:
         method = "greedy" if beam_width == 1 else "beam"
     method = validation.one_of("method", method, METHODS)
@@ -791,14 +791,25 @@ def _check_tokens(model, max_length, end_token, start_token):
     return max_length, end_token, start_token
 
 
-def _check_beam_penalties(model, length_penalty, coverage_penalty):
-    """(α, β), both finite and ≥ 0; β > 0 refused for a model that declares no attention."""
+def _check_beam_width(beam_width, name="beam_width"):
+    """`K`, a positive int no larger than `MAX_BEAM_WIDTH` (`name`: the argument to name)."""
+    return validation.positive_int(name, beam_width, MAX_BEAM_WIDTH)
+
+
+def _check_penalties(length_penalty, coverage_penalty):
+    """(α, β), both finite and ≥ 0: the rules of any model (`keras_seq.models.Beam` too)."""
     alpha = validation.finite_float("length_penalty", length_penalty)
     if alpha < 0:
         raise validation.invalid("length_penalty", "a number ≥ 0", length_penalty)
     beta = validation.finite_float("coverage_penalty", coverage_penalty)
     if beta < 0:
         raise validation.invalid("coverage_penalty", "a number ≥ 0", coverage_penalty)
+    return alpha, beta
+
+
+def _check_beam_penalties(model, length_penalty, coverage_penalty):
+    """(α, β), both finite and ≥ 0; β > 0 refused for a model that declares no attention."""
+    alpha, beta = _check_penalties(length_penalty, coverage_penalty)
     if beta and hasattr(model, "attention") and model.attention is None:
         raise _no_attention(model, coverage_penalty)
     return alpha, beta

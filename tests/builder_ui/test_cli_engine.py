@@ -160,6 +160,49 @@ def test_export_refuses_a_run_that_is_not_done(trained, capsys):
 
 
 @pytest.mark.large
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        # A classifier has no decode loop: a decoding given for it is refused, not ignored.
+        (["--format", "savedmodel", "--decoding", "greedy"], "has no decode loop"),
+        (["--format", "savedmodel", "--beam-width", "2"], "Beam(width=2, length_penalty=0.6"),
+        # Nor does a format without a decode loop take one.
+        (["--format", "python", "--decoding", "beam"], "decoding: only for the 'savedmodel'"),
+        # Greedy decoding has no width or length penalty; beam search checks its own.
+        (["--format", "onnx", "--decoding", "greedy", "--beam-width", "3"], "--beam-width: only"),
+        (["--format", "onnx", "--decoding", "greedy", "--length-penalty", "1"], "--length-pen"),
+        (["--format", "onnx", "--length-penalty", "-1"], "--length-penalty: Received an invalid"),
+        (["--format", "onnx", "--length-penalty", "nan"], "`length_penalty`, expected a finite"),
+        (["--format", "onnx", "--beam-width", "5000"], "no larger than 4096, got 5000"),
+    ],
+)
+def test_export_refuses_a_decoding_it_cannot_apply_in_one_line(trained, capsys, options, message):
+    record = trained["records"][0]  # the classifier
+    exported = trained["runs"] / record.id / "export"
+    before = sorted(p.name for p in exported.iterdir()) if exported.is_dir() else []
+    assert cli.main(["export", record.id, *options, "--runs", str(trained["runs"])]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("keras-seq export: error: ") and message in line, line
+    assert captured.out == ""
+    after = sorted(p.name for p in exported.iterdir()) if exported.is_dir() else []
+    assert after == before  # nothing written
+
+
+def test_export_decoding_defaults_are_the_beam_searchs():
+    from keras_seq.models import Beam
+
+    # `--help` shows them without importing Keras; they must be Beam()'s.
+    assert (cli.DEFAULT_BEAM_WIDTH, cli.DEFAULT_LENGTH_PENALTY) == (
+        Beam().width,
+        Beam().length_penalty,
+    )
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["export", "r", "--format", "onnx", "--beam-width", "0"])
+    assert caught.value.code == 2  # argparse: "expected a positive integer, got 0"
+
+
+@pytest.mark.large
 def test_resume_continues_a_killed_run_to_the_end(tmp_path, capsys):
     spec = {**TINY, "name": "killed", "task": {**TINY["task"], "n": 400}}
     spec["train"] = {**TINY["train"], "epochs": 6}

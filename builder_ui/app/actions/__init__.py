@@ -45,8 +45,13 @@ from builder_ui.app.actions.compare import (
     run_spec_yaml,
 )
 from builder_ui.app.actions.export import (
+    DECODINGS,
+    DEFAULT_BEAM_WIDTH,
+    DEFAULT_DECODING,
+    DEFAULT_LENGTH_PENALTY,
     EXPORT_FORMATS,
     Exported,
+    chooses_decoding,
     export_run,
 )
 from builder_ui.app.actions.follow import (
@@ -87,6 +92,10 @@ from builder_ui.app.context import MODEL_CACHE_SIZE, REFUSED, AppContext, AppErr
 
 __all__ = [
     "BLEU_ARTIFACT",
+    "DECODINGS",
+    "DEFAULT_BEAM_WIDTH",
+    "DEFAULT_DECODING",
+    "DEFAULT_LENGTH_PENALTY",
     "EXPORT_FORMATS",
     "MAX_RUNS_PER_SUBMIT",
     "MODEL_CACHE_SIZE",
@@ -112,6 +121,7 @@ __all__ = [
     "bleu_table",
     "cancel",
     "check",
+    "chooses_decoding",
     "curves_chart",
     "curves_frame",
     "curves_key",

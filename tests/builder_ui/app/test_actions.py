@@ -767,6 +767,50 @@ def test_bleu_by_source_length_is_computed_once_and_kept_with_the_run(arc_runs):
 
 
 @pytest.mark.large
+def test_a_translators_savedmodel_decodes_as_the_export_tab_chose(arc_runs):
+    import json
+
+    ctx, ids = arc_runs
+    run_id = ids["seq2seq"]
+    # The choice is offered for a translator's files that hold its decode loop, and only there.
+    assert actions.chooses_decoding(ctx, run_id, "savedmodel")
+    assert actions.chooses_decoding(ctx, run_id, "onnx")
+    assert not actions.chooses_decoding(ctx, run_id, "keras")
+    assert not actions.chooses_decoding(ctx, ids["pointer"], "savedmodel")
+    assert not actions.chooses_decoding(ctx, None, "savedmodel")
+    assert not actions.chooses_decoding(ctx, "no-such-run", "savedmodel")
+
+    def recorded(exported):
+        with zipfile.ZipFile(exported.path) as archive:
+            return json.loads(archive.read("savedmodel/assets.extra/decoding.json"))
+
+    beam = actions.export_run(ctx, run_id, "savedmodel")  # the tab's defaults
+    assert beam.decoding == "beam search: width 4, length penalty 0.6"
+    assert {k: v for k, v in recorded(beam).items() if k != "max_length"} == {
+        "method": "beam",
+        "width": 4,
+        "length_penalty": 0.6,
+        "coverage_penalty": 0.0,
+    }
+    assert "how it decodes: beam search: width 4, length penalty 0.6" in beam.snippet
+    wider = actions.export_run(ctx, run_id, "savedmodel", "beam", 3.0, 1)  # number fields' floats
+    assert recorded(wider)["width"] == 3 and recorded(wider)["length_penalty"] == 1.0
+    greedy = actions.export_run(ctx, run_id, "savedmodel", "greedy")
+    assert greedy.decoding == "greedy decoding"
+    assert recorded(greedy)["method"] == "greedy"
+    for method, width, alpha, message in (
+        ("beam", 0, 0.6, "Decoding: Received an invalid value for argument `width`"),
+        ("beam", None, 0.6, "argument `width`, expected a positive integer"),
+        ("beam", 4, -1, "argument `length_penalty`, expected a number ≥ 0"),
+        ("sample", 4, 0.6, "Decoding: expected one of beam, greedy, got 'sample'"),
+    ):
+        with pytest.raises(actions.AppError, match=re.escape(message)):
+            actions.export_run(ctx, run_id, "onnx", method, width, alpha)
+    # A run without a decode loop ignores the (hidden) choice.
+    assert actions.export_run(ctx, ids["pointer"], "python", "greedy", 0, -1).decoding is None
+
+
+@pytest.mark.large
 def test_typed_numbers_are_sorted_by_pointing(arc_runs):
     ctx, ids = arc_runs
     shown = actions.predict(ctx, ids["pointer"], "0.5 0.1 0.9 0.3", 0)

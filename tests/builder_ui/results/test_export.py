@@ -3,8 +3,11 @@ Python scripts that rebuild the architecture in a fresh interpreter.
 
 The SavedModels are proved in one fresh interpreter that refuses to import keras_seq,
 builder_ui and SentencePiece: a classifier run's `serve`, a translation run's `serve` and
-`translate` (text in, text out), and a subword Translator's, each compared here with what
-keras_seq computes in this process. (Each layer's own SavedModel is checked by
+`translate` (text in, text out) exported with the default decoding (beam search, width 4,
+length penalty 0.6) and with greedy decoding, and a subword Translator's, each compared here
+with what keras_seq computes in this process: the ids exactly (the same decoding function on
+the same batch), so beam search's and greedy decoding's, which differ on these inputs (checked),
+cannot pass for each other. (Each layer's own SavedModel is checked by
 `keras_seq.testing.layer_checks`.)"""
 
 from __future__ import annotations
@@ -228,11 +231,13 @@ served = sys.argv[1]
 ids = np.load(os.path.join(served, "ids.npz"))
 with open(os.path.join(served, "texts.json"), encoding="utf-8") as file:
     texts = json.load(file)
-models, arrays, translations = {{}}, {{}}, {{}}
+models, arrays, translations, decodings = {{}}, {{}}, {{}}, {{}}
 for key in [*ids.files, *texts]:  # "<export>__<batch>"
     name = key.split("__")[0]
     if name not in models:
         models[name] = tf.saved_model.load(os.path.join(served, name))
+        if hasattr(models[name], "decoding"):  # a translator says how it decodes
+            decodings[name] = json.loads(models[name].decoding().numpy().decode("utf-8"))
 for key in ids.files:
     arrays[key] = models[key.split("__")[0]].serve(tf.constant(ids[key])).numpy()
 for key, batch in texts.items():
@@ -241,6 +246,8 @@ for key, batch in texts.items():
 np.savez(os.path.join(served, "served.npz"), **arrays)
 with open(os.path.join(served, "translations.json"), "w", encoding="utf-8") as file:
     json.dump(translations, file)
+with open(os.path.join(served, "decodings.json"), "w", encoding="utf-8") as file:
+    json.dump(decodings, file)
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {refused!r})))
 """
 
@@ -257,12 +264,13 @@ def _padded_ids(rng, vocabulary_size):
 
 @pytest.fixture(scope="module")
 def served(runs, tmp_path_factory):
-    """Three SavedModels, what was asked of them, and what a fresh interpreter served.
+    """Four SavedModels, what was asked of them, and what a fresh interpreter served.
 
-    `classifier` and `translator` are exported from the runs, `subword` by
+    `classifier`, `translator` (the default decoding, beam search) and `greedy` (the same
+    translation run, `decoding=Greedy()`) are exported from the runs, `subword` by
     `Translator.export_saved_model` over a directory that held an older export.
     """
-    from keras_seq.models import Translator, seq2seq
+    from keras_seq.models import Greedy, Translator, seq2seq
     from keras_seq.tasks import SubwordVocabulary
 
     store, records = runs
@@ -285,6 +293,9 @@ def served(runs, tmp_path_factory):
     )
     texts["translator__alone"] = TEXTS[:1]
     texts["translator__batch"] = TEXTS + NO_TOKEN
+    export.export(store, run.id, "savedmodel", out=directory / "greedy", decoding=Greedy())
+    local["greedy"] = local["translator"]
+    texts["greedy__batch"] = TEXTS + NO_TOKEN
 
     source = SubwordVocabulary.train(ENGLISH, 40, "bpe")
     target = SubwordVocabulary.train(FRENCH, 24, "unigram")
@@ -311,6 +322,7 @@ def served(runs, tmp_path_factory):
     for name in ("translator", "subword"):
         for batch in _padded_ids(rng, len(local[name].source_vocabulary)):
             ids[f"{name}__{len(batch)}"] = batch
+    ids["greedy__4"] = ids["translator__4"]
     written = sorted(os.listdir(directory))
     np.savez(directory / "ids.npz", **ids)
     (directory / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
@@ -327,6 +339,7 @@ def served(runs, tmp_path_factory):
         "written": written,
         "arrays": dict(np.load(directory / "served.npz")),
         "translations": json.loads((directory / "translations.json").read_text("utf-8")),
+        "decodings": json.loads((directory / "decodings.json").read_text("utf-8")),
     }
     return directory, ids, texts, local, out
 
@@ -337,8 +350,14 @@ def test_savedmodels_serve_in_a_process_that_refuses_keras_seq(served):
     assert set(out["arrays"]) == {"classifier__8", "translator__1", "translator__4"} | {
         "subword__1",
         "subword__4",
+        "greedy__4",
     }
-    assert set(out["translations"]) == {"translator__alone", "translator__batch", "subword__batch"}
+    assert set(out["translations"]) == {
+        "translator__alone",
+        "translator__batch",
+        "greedy__batch",
+        "subword__batch",
+    }
 
 
 def test_a_classifier_serves_the_probabilities_its_keras_model_predicts(served):
@@ -348,20 +367,36 @@ def test_a_classifier_serves_the_probabilities_its_keras_model_predicts(served):
     np.testing.assert_allclose(out["arrays"]["classifier__8"], expected, atol=1e-5)
 
 
-def test_a_translation_run_translates_text_as_the_translator_does_alone_or_in_a_batch(served):
+def test_a_translation_run_translates_text_by_beam_search_unless_told_greedy(served):
     *_, local, out = served
-    expected = local["translator"].translate(TEXTS)
-    assert out["translations"]["translator__alone"] == expected[:1]
-    assert out["translations"]["translator__batch"] == [*expected, "", ""]  # no token: ""
+    beam = local["translator"].translate(TEXTS, beam_width=4, length_penalty=0.6)
+    greedy = local["translator"].translate(TEXTS)
+    assert beam != greedy  # these texts tell the two decodings apart
+    assert out["translations"]["translator__alone"] == beam[:1]
+    assert out["translations"]["translator__batch"] == [*beam, "", ""]  # no token: ""
+    assert out["translations"]["greedy__batch"] == [*greedy, "", ""]
 
 
 def test_subword_pieces_are_cut_and_joined_in_the_graph_as_the_translator_does(served):
     *_, local, out = served
-    expected = local["subword"].translate(SUBWORD_TEXTS)
+    expected = local["subword"].translate(SUBWORD_TEXTS, beam_width=4, length_penalty=0.6)
     assert out["translations"]["subword__batch"] == [*expected, ""]
 
 
-def test_serve_gives_the_translators_greedy_ids_on_padded_batches(served):
+def _decoded(translator, source, greedy):
+    """The ids `serve` must give: `greedy_decode`'s, or `beam_search`'s at width 4, α = 0.6."""
+    from keras_seq.models import beam_search, greedy_decode
+
+    if greedy:
+        result = greedy_decode(translator.model, source, translator.max_length)
+    else:
+        result = beam_search(
+            translator.model, source, translator.max_length, beam_width=4, length_penalty=0.6
+        )
+    return keras.ops.convert_to_numpy(result.ids)
+
+
+def test_serve_gives_the_translators_ids_of_its_decoding_on_padded_batches(served):
     _, ids, _, local, out = served
     checked = 0
     for key, source in ids.items():
@@ -370,9 +405,47 @@ def test_serve_gives_the_translators_greedy_ids_on_padded_batches(served):
             continue
         got = out["arrays"][key]
         assert got.dtype == np.int32, (key, got.dtype)
-        np.testing.assert_array_equal(got, keras.ops.convert_to_numpy(local[name](source)))
+        np.testing.assert_array_equal(got, _decoded(local[name], source, greedy=name == "greedy"))
         checked += 1
-    assert checked == 4
+    assert checked == 5
+    # The batch served both ways decodes differently by beam search and greedily (row 3).
+    assert (out["arrays"]["translator__4"] != out["arrays"]["greedy__4"]).any()
+
+
+def test_a_translator_savedmodel_says_how_it_decodes(served):
+    directory, _, _, local, out = served
+    beam = {"method": "beam", "width": 4, "length_penalty": 0.6, "coverage_penalty": 0.0}
+    expected = {
+        "translator": {**beam, "max_length": local["translator"].max_length},
+        "greedy": {"method": "greedy", "max_length": local["translator"].max_length},
+        "subword": {**beam, "max_length": 12},
+    }
+    assert out["decodings"] == expected  # its `decoding` signature, read by TensorFlow alone
+    for name, decoding in expected.items():  # and beside the vocabularies, for any reader
+        path = directory / name / "assets.extra" / "decoding.json"
+        assert json.loads(path.read_text("utf-8")) == decoding
+
+
+def test_an_export_refuses_sampling_and_a_decoding_it_cannot_apply(runs, tmp_path):
+    from keras_seq.models import Beam, Greedy, Sample, Translator
+
+    store, records = runs
+    translator, classifier = records["export-translator"].id, records["export-bilstm"].id
+    with pytest.raises(export.ExportError, match=r"`decoding`, expected Greedy\(\) or Beam"):
+        export.export(store, translator, "savedmodel", out=tmp_path / "s", decoding=Sample(seed=1))
+    with pytest.raises(export.ExportError, match="decoding: only for the 'savedmodel', 'onnx'"):
+        export.export(store, translator, "python", decoding=Greedy())
+    with pytest.raises(export.ExportError, match=r"has no decode loop; export it without one"):
+        export.export(store, classifier, "savedmodel", out=tmp_path / "c", decoding=Beam())
+    task = export.stored_task(store, translator)
+    local = Translator(
+        export.load_trained_model(store, translator),
+        task.source_vocabulary,
+        task.target_vocabulary,
+    )
+    with pytest.raises(ValueError, match=r"`decoding`, expected Greedy\(\) or Beam"):
+        local.export_saved_model(tmp_path / "t", decoding=Sample(seed=1))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing was written
 
 
 def test_export_saved_model_replaces_an_older_export_only_when_told(served):
@@ -380,7 +453,7 @@ def test_export_saved_model_replaces_an_older_export_only_when_told(served):
     assert not (directory / "subword" / "stale.txt").exists()
     assert (directory / "subword" / "saved_model.pb").is_file()
     # Written through temporary directories: nothing else is left beside the exports.
-    assert out["written"] == ["classifier", "subword", "translator"]
+    assert out["written"] == ["classifier", "greedy", "subword", "translator"]
 
 
 def test_the_translator_savedmodel_carries_both_vocabularies_as_json(runs, served):

@@ -12,10 +12,13 @@
   translator, as a pandas DataFrame, and `plot_bleu_by_length`, the BLEU
   against sentence length curve of Bahdanau, Cho & Bengio (2015, figure 2)
   for one model or several on one axes.
+- `invented_words`: the share of output words that no training target holds
+  (compared without case), and those words.
 """
 
 from keras_seq.metrics.bleu import corpus_bleu, exact_match
 from keras_seq.metrics.by_length import evaluate_by_length, length_buckets, plot_bleu_by_length
+from keras_seq.metrics.invented import invented_words
 from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
 from keras_seq.metrics.sequence import text_token_accuracy, token_accuracy
 
@@ -24,6 +27,7 @@ __all__ = [
     "corpus_bleu",
     "evaluate_by_length",
     "exact_match",
+    "invented_words",
     "length_buckets",
     "plot_bleu_by_length",
     "text_token_accuracy",

@@ -409,3 +409,15 @@ def ray_temp_root():
     root = Path(tempfile.mkdtemp(prefix="ray", dir=tempfile.gettempdir()))
     yield root
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Chromium shared by the test process's browser tests (each opens its own
+    context). One per process: Playwright's sync API refuses a second one started while the
+    first runs (it finds the first one's asyncio loop)."""
+    # Playwright is loaded by the browser tests alone.
+    from tests.app.browser import launched_chromium
+
+    with launched_chromium() as chromium:
+        yield chromium

@@ -121,25 +121,20 @@ def build_app(
 
 
 def _progress_on_components(app: gr.Blocks) -> None:
-    """Register each event's progress only on components, never on layout, and none for
-    an event whose progress is hidden.
+    """Register each event's progress on its output components, never on layout blocks.
 
     Gradio's page re-sends every registered component its loading status after each event
-    message, walking the whole subtree of a registered container (the tabs: every value on
-    the page copied) — 150 ms of every canvas edit when one event registered the tabs. A
-    hidden progress registers nothing (`show_progress_on=[]`, which Gradio reads as none).
+    message, walking the whole subtree of a registered layout block and copying every value
+    in it: one event that output the `gr.Tabs` cost every later event of the page the whole
+    page copied (150 ms of each canvas edit). Hidden progress keeps Gradio's own default.
     """
     for fn in app.fns.values():
-        if fn.show_progress == "hidden":
-            fn.show_progress_on = []
-        elif fn.show_progress_on is None:
-            fn.show_progress_on = [block for block in fn.outputs if _shows_progress(block)]
+        if fn.show_progress_on is None and any(_layout(block) for block in fn.outputs):
+            fn.show_progress_on = [block for block in fn.outputs if not _layout(block)]
 
 
-def _shows_progress(block: gr.blocks.Block) -> bool:
-    """A component the page draws (not layout, nor a value kept out of sight)."""
-    unseen = (gr.blocks.BlockContext, gr.State, gr.BrowserState, gr.Timer)
-    return not isinstance(block, unseen)
+def _layout(block: gr.blocks.Block) -> bool:
+    return isinstance(block, gr.blocks.BlockContext)
 
 
 def start(

@@ -1,4 +1,5 @@
-"""Fixtures of the app tests: one app that trains and one Chromium per test process.
+"""Fixtures of the app tests: one app that trains per test process (and its Chromium,
+`browser`, in tests/conftest.py: every browser test of the process shares it).
 
 `make test` hands whole files to its workers (`--dist loadfile`); the modules a worker runs
 share its Chromium (each test opens its own context: its own cookies, storage and pages)
@@ -17,7 +18,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.app.app_server import Server, serving
-from tests.app.browser import launched_chromium
 
 
 @pytest.fixture(scope="session")
@@ -25,10 +25,3 @@ def server(tmp_path_factory) -> Iterator[Server]:
     """The app that trains, started in a subprocess on a free port with its own run store."""
     with serving(tmp_path_factory.mktemp("app")) as running:
         yield running
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """A headless Chromium shared by the test process's tests (each opens its own context)."""
-    with launched_chromium() as chromium:
-        yield chromium

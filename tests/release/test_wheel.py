@@ -16,8 +16,8 @@ import re
 import pytest
 
 from tests.app.app_server import serving
-from tests.app.browser import UI_TIMEOUT_MS, Watched, launched_chromium, needs_chromium
-from tests.app.test_app_canvas import edge, nodes
+from tests.app.browser import needs_chromium
+from tests.app.test_app_canvas import edge, nodes, opened_page
 from tests.builder_ui.lab.quick_experiment_one import check_the_report_of_quick_experiment_one
 from tests.release.wheel_env import (
     CANVAS_SCRIPT,
@@ -157,7 +157,7 @@ def test_keras_seq_lab_runs_a_quick_experiment(app_venv):
 
 @needs_chromium
 @pytest.mark.timeout(TIMEOUT_S)
-def test_keras_seq_ui_draws_a_new_graph_on_the_build_tab_without_console_errors(app_venv):
+def test_keras_seq_ui_draws_a_new_graph_on_the_build_tab_without_console_errors(app_venv, browser):
     from playwright.sync_api import expect
 
     directory = app_venv.work / "ui"
@@ -165,23 +165,14 @@ def test_keras_seq_ui_draws_a_new_graph_on_the_build_tab_without_console_errors(
     program = [str(app_venv.bin / "keras-seq")]
     with (
         serving(directory, program=program, env=app_venv.env()) as server,
-        launched_chromium() as browser,
+        opened_page(browser, server) as watched,
     ):
-        context = browser.new_context(viewport={"width": 1400, "height": 1100})
-        try:
-            page = context.new_page()
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            watched = Watched(page)
-            page.goto(server.url)
-            page.get_by_role("tab", name="Build").click()
-            page.wait_for_selector("#field-task-lag input")  # the first preset: Elman's RNN
-            page.locator("#new-graph").click()
-            # Input → RNN → Output, the shapes reported by the server's Keras (in the venv).
-            expect(nodes(page)).to_have_count(3)
-            expect(edge(page, "encoder", "head")).to_contain_text("(None, 16)")
-            assert watched.problems() == []
-        finally:
-            context.close()
+        page = watched.page
+        page.locator("#new-graph").click()
+        # Input → RNN → Output, the shapes reported by the server's Keras (in the venv).
+        expect(nodes(page)).to_have_count(3)
+        expect(edge(page, "encoder", "head")).to_contain_text("(None, 16)")
+        assert watched.problems() == []
     assert "Traceback" not in server.log(), server.log()
 
 

@@ -317,10 +317,9 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
 
     # The spec being edited, kept on the server for this session: events that change it
     # read it when they run (not when they were sent), one at a time, so fast edits in
-    # several fields never overwrite one another. Their progress shows on the line that says
-    # whether the spec is valid, not over the editor being typed in.
+    # several fields never overwrite one another.
     spec_outputs = [spec, code, errors, task_error, model_error]
-    serial = {"concurrency_id": "spec_edit", "concurrency_limit": 1, "show_progress_on": [errors]}
+    serial = {"concurrency_id": "spec_edit", "concurrency_limit": 1}
 
     def spec_updates(text: str, result: actions.Check) -> list[Any]:
         """The spec's outputs after an edit, checked whole (`actions.whole_check`): "Valid

@@ -65,13 +65,24 @@ def test_the_translator_emits_at_most_the_targets_length_end_included(translator
     reason="the SavedModel export (and its `translate` signature) needs TensorFlow",
 )
 def test_inspect_translates_each_example_as_the_exported_translator_does(translator_run):
+    """The export decodes by beam search (`Beam()`, its default): Inspect, asked for the same
+    beam, shows what the SavedModel serves."""
     import tensorflow as tf
+
+    from keras_seq.models import Beam
 
     store, record, model, task = translator_run
     exported = tf.saved_model.load(str(export.export(store, record.id, "savedmodel")))
     sources = [task.source_vocabulary.decode(task.x_val[i].tolist()) for i in EXAMPLES]
     served = [text.decode("utf-8") for text in exported.translate(tf.constant(sources)).numpy()]
-    shown = [_translation(inspection.predict(model, task, record.spec, "", i)) for i in EXAMPLES]
+    beam = Beam()
+    decoding = inspection.Decoding(
+        "beam", beam_width=beam.width, length_penalty=beam.length_penalty
+    )
+    shown = [
+        _translation(inspection.predict(model, task, record.spec, "", i, decoding))
+        for i in EXAMPLES
+    ]
     assert shown == served
 
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
@@ -100,7 +101,7 @@ def build_app(
             with gr.Tab("Build", id="build", elem_id="tab-build") as build_page:
                 build = build_tab(ctx, app)
             with gr.Tab("Train", id="train", elem_id="tab-train") as train_page:
-                train = train_tab(ctx, build.code, app)
+                train = train_tab(ctx, build.editor, app)
             with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare:
                 compare_tab(ctx, train.store_version, compare, app, tabs)
             with gr.Tab("Inspect", id="inspect", elem_id="tab-inspect") as inspect:
@@ -115,6 +116,7 @@ def build_app(
         for other in (build_page, train_page, inspect, export, lab, about):
             other.select(None, None, None, js=LEAVE_COMPARE_JS)
     _progress_on_components(app)
+    _renders_on_the_event_loop(app)
     app.queue(default_concurrency_limit=CONCURRENCY)
     app.keras_seq_context = ctx
     return app
@@ -135,6 +137,32 @@ def _progress_on_components(app: gr.Blocks) -> None:
 
 def _layout(block: gr.blocks.Block) -> bool:
     return isinstance(block, gr.blocks.BlockContext)
+
+
+def _renders_on_the_event_loop(app: gr.Blocks) -> None:
+    """Run every `gr.render` in the server's event loop instead of a worker thread.
+
+    A render adds its components and events to the session's dictionaries of blocks and
+    functions, which Gradio's event loop reads and extends for the session's other events
+    at the same time (an input that an earlier update replaced is added anew at each event):
+    in a worker thread, a render failed now and then with "dictionary changed size during
+    iteration" (gradio-app/gradio#9410, #9991), and the page's form never appeared, or an
+    event beside it failed and an edit was lost. In the loop nothing runs beside it. A render
+    must therefore be quick: the form's only lays out fields made in a worker thread before.
+    """
+    for fn in app.fns.values():
+        if fn.renderable is not None:
+            fn.fn = _in_the_event_loop(fn.fn)
+
+
+def _in_the_event_loop(draw: Callable[..., Any]) -> Callable[..., Any]:
+    """`draw` as a coroutine function, which Gradio awaits in its loop (a plain function it
+    sends to a worker thread)."""
+
+    async def drawn(*args: Any, **kwargs: Any) -> Any:
+        return draw(*args, **kwargs)
+
+    return drawn
 
 
 def start(

@@ -21,6 +21,7 @@ import gradio as gr
 
 from builder_ui.app import actions
 from builder_ui.app.actions import search_form as forms
+from builder_ui.app.spec_editor import SpecEditor
 
 METHOD_HELP = (
     "grid: every combination · random: that many combinations drawn with the seed · bayes: "
@@ -28,8 +29,9 @@ METHOD_HELP = (
 )
 
 
-def search_form(spec_code: gr.Code) -> None:
-    """Lay out the form in an accordion and wire it to `spec_code` (the Build tab's editor)."""
+def search_form(editor: SpecEditor) -> None:
+    """Lay out the form in an accordion and wire it to the Build tab's spec (`editor`)."""
+    spec_code = editor.code
     with gr.Accordion(
         "Search: try several values (writes the spec's sweep: section)",
         open=False,
@@ -96,9 +98,10 @@ def search_form(spec_code: gr.Code) -> None:
         """The form changed: write it into the spec (or say why not, the spec untouched)."""
         form = form_of_controls(list(values))
         try:
-            return [forms.with_search(text, form), "", form]
+            new_text = forms.with_search(text, form)
         except actions.REFUSED as error:
-            return [gr.skip(), f"✗ {error}", form]
+            return [gr.skip(), gr.skip(), f"✗ {error}", form]
+        return [*editor.updates(new_text), "", form]
 
     def on_spec(text: str, form: forms.SearchForm, offered: list[str] | None) -> list:
         """The spec changed: fill the form from it, unless the form says the same already.
@@ -130,11 +133,12 @@ def search_form(spec_code: gr.Code) -> None:
     gr.on(
         [control.input for control in controls],
         on_form,
-        inputs=[spec_code, *controls],
-        outputs=[spec_code, message, shown],
+        inputs=[editor.spec, *controls],
+        outputs=[*editor.outputs, message, shown],
         api_name="search_form",
         trigger_mode="always_last",
         show_progress="hidden",
+        **editor.serial,
     )
     spec_code.change(
         on_spec,

@@ -8,7 +8,9 @@ focus after an edit. Every form edit goes through `actions.apply_field`,
 which rewrites the YAML and checks it; every editor keystroke is checked too.
 Problems are listed under the editor, each with its field path, and shown
 again under the field they concern. Edits of one session are applied one at
-a time, in order, so quick typing in several fields loses nothing.
+a time, in order, so quick typing in several fields loses nothing, and the
+editor and its problems are drawn by one event from the newest spec
+(`show_spec`), whatever order the page gets the edits' answers in.
 
 A `model: {type: graph}` spec is also shown on a canvas (`builder_ui.app.canvas`,
 started by "New graph", by "Open this model as a graph" for a plain stack, or by
@@ -33,7 +35,8 @@ Layout and wiring only: everything the tab does is in `builder_ui.app.actions`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import gradio as gr
@@ -41,6 +44,7 @@ import gradio as gr
 from builder_ui.app import actions, canvas, uploads
 from builder_ui.app.actions import canvas as canvas_actions
 from builder_ui.app.forms import NULL, FormField
+from builder_ui.app.spec_editor import SpecEditor
 from builder_ui.builders import presets
 from builder_ui.results import model_view
 from builder_ui.specs import SpecError
@@ -119,6 +123,7 @@ class BuildTab:
     code: gr.Code
     errors: gr.Markdown
     form_key: gr.State
+    editor: SpecEditor
 
 
 def _shown(value: Any) -> str:
@@ -314,33 +319,96 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         api_path = gr.Textbox(label="field path", elem_id="api-field-path")
         api_value = gr.Textbox(label="field value", elem_id="api-field-value")
         api_set = gr.Button("set field", elem_id="api-set-field")
+        api_preset_key = gr.Textbox(label="preset", elem_id="api-preset-key")
+        api_preset = gr.Button("load preset", elem_id="api-load-preset")
 
     # The spec being edited, kept on the server for this session: events that change it
     # read it when they run (not when they were sent), one at a time, so fast edits in
     # several fields never overwrite one another.
-    spec_outputs = [spec, code, errors, task_error, model_error]
     serial = {"concurrency_id": "spec_edit", "concurrency_limit": 1}
+    # What the editor and the problem lines show is written by the page's events as one value
+    # (`shown`: the text, its problems) and drawn by one event (`show_spec`), which reads the
+    # newest when it runs, one run at a time: Gradio's page applies the results of different
+    # events in no fixed order, and with each edit writing the editor itself a quick second
+    # edit was now and then shown under the first's text (which the Train tab then queued).
+    shown = gr.State(None)
+    spec_outputs = [spec, shown]
+    # Scripts (`/set_field`, `/load_preset`) get the text and its problems back instead.
+    api_outputs = [spec, code, errors, task_error, model_error]
+    draws = itertools.count(1)  # each value of `shown` differs, so each one is drawn
 
-    def spec_updates(text: str, result: actions.Check) -> list[Any]:
-        """The spec's outputs after an edit, checked whole (`actions.whole_check`): "Valid
-        spec" means the queue takes it, and says what training needs."""
+    def problems(result: actions.Check) -> dict[str, str]:
+        task_problem, model_problem = _type_errors(result)
+        shown = actions.problems_markdown(result.problems, result.memory)
+        return {"problems": shown, "task": task_problem, "model": model_problem}
+
+    def checked(text: str, result: actions.Check) -> dict[str, str]:
+        """The spec's text and problems after an edit, checked whole (`actions.whole_check`):
+        "Valid spec" means the queue takes it, and says what training needs."""
         if result.ok and not result.memory:
             result = actions.whole_check(result)
-        shown = actions.problems_markdown(result.problems, result.memory)
-        return [text, text, shown, *_type_errors(result)]
+        return {"text": text, **problems(result)}
+
+    def spec_updates(text: str, result: actions.Check) -> list[Any]:
+        return [text, {**checked(text, result), "draw": next(draws)}]
+
+    def api_updates(text: str, result: actions.Check) -> list[Any]:
+        view = checked(text, result)
+        return [text, text, view["problems"], view["task"], view["model"]]
 
     def refused(error: Exception, extra: int) -> list[Any]:
+        return [gr.skip(), {"problems": f"✗ {error}", "draw": next(draws)}] + [gr.skip()] * extra
+
+    def api_refused(error: Exception, extra: int) -> list[Any]:
         return [gr.skip(), gr.skip(), f"✗ {error}", gr.skip(), gr.skip()] + [gr.skip()] * extra
+
+    def show_spec(view: dict[str, str] | None) -> list[Any]:
+        if view is None:
+            return [gr.skip()] * 4
+        return [view.get(key, gr.skip()) for key in ("text", "problems", "task", "model")]
+
+    shown.change(
+        show_spec,
+        inputs=[shown],
+        outputs=[code, errors, task_error, model_error],
+        api_name="show_spec",
+        api_visibility="undocumented",
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
 
     # -- the form -------------------------------------------------------------------------
 
+    # Whenever the form key moves on (loading the page does too: `on_load`), the form to draw
+    # is made here, in a worker thread: its fields and each field's problem, as plain data
+    # (Gradio compares a state's values by their contents), with the key, so that every move
+    # draws the form again.
+    form_view = gr.State(None)
+
+    def on_form_key(text: str, key: int) -> dict[str, Any]:
+        fields = actions.fields(text)
+        problems = actions.check(text, ctx).errors_by_field()
+        return {"key": key, "fields": [asdict(field) for field in fields], "problems": problems}
+
+    form_key.change(
+        on_form_key,
+        inputs=[spec, form_key],
+        outputs=[form_view],
+        api_name="form_view",
+        api_visibility="undocumented",
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
+
     with form_area:
-        # Drawn on load too: loading the page (`on_load`) moves the form key on.
-        @gr.render(inputs=[spec], triggers=[form_key.change])
-        def draw_form(text: str) -> None:
-            result = actions.check(text, ctx)
-            fields = actions.fields(text)
-            field_errors = result.errors_by_field()
+        # Lays out the fields it is given, and nothing more: it runs in the server's event
+        # loop (`page._renders_on_the_event_loop`), which it holds while it runs.
+        @gr.render(inputs=[form_view], triggers=[form_view.change])
+        def draw_form(view: dict[str, Any] | None) -> None:
+            if view is None:  # the page is loading: `on_load` moves the key on
+                return
+            fields = [FormField(**item) for item in view["fields"]]
+            field_errors = view["problems"]
             if not fields:
                 gr.Markdown(
                     "_Fix the YAML (see the problems beside it) to edit the spec in a form._",
@@ -394,14 +462,14 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     # -- spec text, presets, types ----------------------------------------------------------
 
     def on_code_input(text: str) -> list:
-        result = actions.check(text, ctx, whole=True)
-        shown = actions.problems_markdown(result.problems, result.memory)
-        return [text, shown, *_type_errors(result)]
+        """The editor's text checked; the editor itself is left alone (the user types in it)."""
+        view = problems(actions.check(text, ctx, whole=True))
+        return [text, {**view, "draw": next(draws)}]
 
     code.input(
         on_code_input,
         inputs=[code],
-        outputs=[spec, errors, task_error, model_error],
+        outputs=spec_outputs,
         api_name="check_spec",
         show_progress="hidden",
         trigger_mode="always_last",
@@ -427,7 +495,8 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
 
     def on_preset(key: str | None, form: int, began: dict) -> list:
         if key is None:  # the user kept the edits: the dropdown shows the preset they began from
-            return [gr.skip()] * 9 + [gr.update(value=began["preset"]), gr.skip(), gr.skip()]
+            kept = [gr.update(value=began["preset"]), gr.skip(), gr.skip()]
+            return [gr.skip()] * (len(spec_outputs) + 4) + kept
         try:
             text = actions.preset_text(key)
         except actions.REFUSED as error:
@@ -448,7 +517,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         on_preset,
         inputs=[preset, form_key, loaded],
         outputs=preset_outputs,
-        api_name="load_preset",
+        api_name="choose_preset",
         js=CONFIRM_PRESET_JS,
         **serial,
     ).then(None, inputs=[code, stored], outputs=[stored], js=EDITED_JS, api_name="preset_edited")
@@ -460,7 +529,7 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         text = saved.get("text") if isinstance(saved, dict) else None
         if not isinstance(text, str):
             began = {"text": initial, "base": initial, "preset": presets.DEFAULT_PRESET}
-            return [gr.skip()] * 5 + [form + 1] + [gr.skip()] * 5 + [began]
+            return [gr.skip()] * len(spec_outputs) + [form + 1] + [gr.skip()] * 5 + [began]
         key = saved.get("preset")
         key = key if key in {k for _, k in actions.presets_list()} else None
         base = saved.get("base") if isinstance(saved.get("base"), str) else text
@@ -513,15 +582,30 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         try:
             new_text, result, _ = actions.apply_field(text, path, value)
         except actions.REFUSED as error:
-            return refused(error, 1)
-        return [*spec_updates(new_text, result), form + 1]
+            return api_refused(error, 1)
+        return [*api_updates(new_text, result), form + 1]
 
     # For scripts: the spec text is given, so that a client can hold it between calls.
     api_set.click(
         on_api_set,
         inputs=[code, api_path, api_value, form_key],
-        outputs=[*spec_outputs, form_key],
+        outputs=[*api_outputs, form_key],
         api_name="set_field",
+        **serial,
+    )
+
+    def on_api_preset(key: str, form: int) -> list:
+        try:
+            text = actions.preset_text(key)
+        except actions.REFUSED as error:
+            return api_refused(error, 1)
+        return [*api_updates(text, actions.check(text, ctx)), form + 1]
+
+    api_preset.click(
+        on_api_preset,
+        inputs=[api_preset_key, form_key],
+        outputs=[*api_outputs, form_key],
+        api_name="load_preset",
         **serial,
     )
 
@@ -726,7 +810,11 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
         api_name="clear_summary",
         show_progress="hidden",
     )
-    return BuildTab(code, errors, form_key)
+
+    def updates(text: str) -> list[Any]:
+        return spec_updates(text, actions.check(text, ctx))
+
+    return BuildTab(code, errors, form_key, SpecEditor(code, spec, shown, updates, serial))
 
 
 def _error_line(message: str | None) -> str:

@@ -36,6 +36,7 @@ import gradio as gr
 
 from builder_ui.app import actions
 from builder_ui.app.search_panel import search_form
+from builder_ui.app.spec_editor import SpecEditor
 from builder_ui.specs import SpecError
 
 # The stream reads the store at most this often, however fast batches come.
@@ -58,14 +59,15 @@ class TrainTab:
     store_version: gr.State
 
 
-def train_tab(ctx: actions.AppContext, spec_code: gr.Code, page: gr.Blocks) -> TrainTab:
+def train_tab(ctx: actions.AppContext, editor: SpecEditor, page: gr.Blocks) -> TrainTab:
     """Lay out the Train tab and wire its events.
 
     Args:
         ctx: The app's context.
-        spec_code: The Build tab's spec editor (what "Queue the spec" queues).
+        editor: The Build tab's spec (its editor is what "Queue the spec" queues).
         page: The whole app, whose load opens the tab's stream.
     """
+    spec_code = editor.code
     views = actions.TrainViews()
     store_version = gr.State(actions.store_version(ctx))
     with gr.Row(equal_height=True):
@@ -87,7 +89,7 @@ def train_tab(ctx: actions.AppContext, spec_code: gr.Code, page: gr.Blocks) -> T
             scale=1,
         )
         queue_presets_button = gr.Button("Queue presets", elem_id="queue-presets-button", scale=1)
-    search_form(spec_code)
+    search_form(editor)
     message = gr.Markdown(elem_id="train-message")
     queue_table = gr.Dataframe(
         value=actions.queue_frame(ctx),

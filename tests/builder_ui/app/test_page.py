@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import gradio as gr
 import pytest
+from gradio.state_holder import SessionState
 
 from builder_ui.app.page import build_app
 from tests.app.app_server import free_port
@@ -42,6 +45,60 @@ def test_no_event_marks_a_layout_block_busy(tmp_path):
                 marked = dependency["outputs"]
             layout = [i for i in marked if isinstance(app.blocks[i], gr.blocks.BlockContext)]
             assert layout == [], dependency["api_name"]
+    finally:
+        app.keras_seq_context.close()
+
+
+def test_the_forms_render_runs_in_the_servers_event_loop(tmp_path):
+    """A render in a worker thread changed the session's dictionaries of blocks and events
+    while the event loop read and extended them for the session's other events: now and then
+    "dictionary changed size during iteration" (gradio-app/gradio#9410), and the page's form
+    never appeared. Run through Gradio's own `process_api`, the form's render must run in the
+    thread that runs the event loop."""
+    app = build_app(tmp_path / "runs", slots=["CPU"])
+    try:
+        (render,) = [fn for fn in app.fns.values() if fn.renderable is not None]
+        draw, threads = render.renderable.fn, []
+
+        def recorded(*args, **kwargs):
+            threads.append(threading.current_thread())
+            return draw(*args, **kwargs)
+
+        render.renderable.fn = recorded
+
+        async def render_once() -> threading.Thread:
+            state = SessionState(app)
+            (view,) = render.inputs
+            state[view._id] = {"key": 1, "fields": [], "problems": {}}
+            await app.process_api(render, [None], state=state)
+            return threading.current_thread()
+
+        # In a thread of its own: another test's browser (Playwright) may hold this one's loop.
+        loop_threads = []
+        runner = threading.Thread(target=lambda: loop_threads.append(asyncio.run(render_once())))
+        runner.start()
+        runner.join(timeout=120)  # a hang guard
+        assert loop_threads and threads == loop_threads
+    finally:
+        app.keras_seq_context.close()
+
+
+def test_one_event_of_the_page_writes_the_spec_editor(tmp_path):
+    """Gradio's page applies the results of different events in no fixed order: when every
+    edit wrote the editor, a field edited right after another was now and then shown under
+    the other's text (and queued so by the Train tab). Only `show_spec`, which reads the
+    newest spec when it runs, one run at a time, may write it; the scripts' hidden buttons
+    (`/set_field`, `/load_preset`) return the text instead."""
+    app = build_app(tmp_path / "runs", slots=["CPU"])
+    try:
+        config = app.get_config_file()
+        (editor,) = [
+            c["id"] for c in config["components"] if c["props"].get("elem_id") == "spec-yaml"
+        ]
+        writers = {d["api_name"] for d in config["dependencies"] if editor in d["outputs"]}
+        assert writers == {"show_spec", "set_field", "load_preset"}
+        (show,) = [d for d in config["dependencies"] if d["api_name"] == "show_spec"]
+        assert show["trigger_mode"] == "always_last"
     finally:
         app.keras_seq_context.close()
 

@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder_ui.engine.records import STATUSES
 from builder_ui.extras import APP_MODULES, DISTRIBUTION, missing_extra
 from builder_ui.lab import cli as lab_cli
 
@@ -566,18 +567,6 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 # --- keras-seq runs -------------------------------------------------------------------------------
 
-# The store's STATUSES, written out: importing the engine here would slow `keras-seq --help`.
-RUN_STATUSES = (
-    "queued",
-    "running",
-    "done",
-    "failed",
-    "diverged",
-    "cancelled",
-    "interrupted",
-    "pruned",
-)
-
 
 # The flags of `keras-seq runs` that change one run (at most one per call): flag -> its
 # argparse `nargs`, metavar and help. `--tag` is not one of them: it filters the list.
@@ -602,7 +591,7 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
         "`--add-tag RUN TAG` to tag a run."
     )
     _add_runs_argument(parser)
-    parser.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    parser.add_argument("--status", choices=STATUSES, help="only runs with this status")
     parser.add_argument("--sweep", metavar="ID", help="only the runs of this sweep")
     parser.add_argument("--tag", metavar="TAG", help="only the runs tagged TAG")
     parser.add_argument(

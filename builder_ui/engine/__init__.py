@@ -13,21 +13,42 @@
 - `interrupts`: Ctrl-C noted as well as raised, so that training stops even when
   Python drops the KeyboardInterrupt.
 
-`run`, `RunStore` and the artifact names are re-exported here, so
+`run`, `RunStore` and the artifact names are re-exported here (imported on first use), so
 `builder_ui.engine.run(spec, store=RunStore("runs"))` works.
 """
 
-from builder_ui.engine.records import FINAL_STATUSES, STATUSES, RunRecord
-from builder_ui.engine.store import DB_NAME, RunNotFoundError, RunStore, StatusError
-from builder_ui.engine.train import (
-    BACKUP_DIR,
-    MODEL_FILE,
-    TENSORBOARD_DIR,
-    TRACEBACK_FILE,
-    artifact_dir,
-    preflight,
-    run,
-)
+import importlib
+from typing import Any
+
+# Each name re-exported here, and the module of this package that holds it: imported on first
+# use (PEP 562), so that a light module (`records`) costs no more than itself to import.
+_EXPORTS = {
+    "FINAL_STATUSES": "records",
+    "STATUSES": "records",
+    "RunRecord": "records",
+    "DB_NAME": "store",
+    "RunNotFoundError": "store",
+    "RunStore": "store",
+    "StatusError": "store",
+    "BACKUP_DIR": "train",
+    "MODEL_FILE": "train",
+    "TENSORBOARD_DIR": "train",
+    "TRACEBACK_FILE": "train",
+    "artifact_dir": "train",
+    "preflight": "train",
+    "run": "train",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "BACKUP_DIR",

@@ -36,7 +36,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -129,9 +129,9 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     ):
         # Reduction "sum": `call` already divides by the number of real tokens.
         super().__init__(name=name, reduction="sum")
-        self.pad_id = validation.int_in_range("pad_id", pad_id, 0)
-        self.from_logits = validation.boolean("from_logits", from_logits)
-        self.label_smoothing = validation.rate("label_smoothing", label_smoothing)
+        self.pad_id = argument_checks.int_in_range("pad_id", pad_id, 0)
+        self.from_logits = argument_checks.boolean("from_logits", from_logits)
+        self.label_smoothing = argument_checks.rate("label_smoothing", label_smoothing)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         if sample_weight is not None:
@@ -204,8 +204,8 @@ class SmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
         name="smoothed_sparse_categorical_crossentropy",
     ):
         super().__init__(name=name)
-        self.label_smoothing = validation.rate("label_smoothing", label_smoothing)
-        self.from_logits = validation.boolean("from_logits", from_logits)
+        self.label_smoothing = argument_checks.rate("label_smoothing", label_smoothing)
+        self.from_logits = argument_checks.boolean("from_logits", from_logits)
 
     def call(self, y_true, y_pred):
         return smoothed_sparse_crossentropy(
@@ -242,7 +242,7 @@ def with_label_smoothing(loss, label_smoothing):
         ValueError: for ε outside [0, 1), or a loss without a one-hot target
             to smooth (mean squared error, a custom loss), naming it.
     """
-    label_smoothing = validation.rate("label_smoothing", label_smoothing)
+    label_smoothing = argument_checks.rate("label_smoothing", label_smoothing)
     if not label_smoothing:
         return loss
     if isinstance(loss, MaskedSparseCategoricalCrossentropy):

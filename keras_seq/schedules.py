@@ -18,7 +18,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -69,9 +69,9 @@ class InverseSqrtWarmup(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, d_model, warmup_steps=4000, scale=1.0):
         super().__init__()
-        self.d_model = validation.positive_int("d_model", d_model)
-        self.warmup_steps = validation.positive_int("warmup_steps", warmup_steps)
-        self.scale = validation.positive_float("scale", scale)
+        self.d_model = argument_checks.positive_int("d_model", d_model)
+        self.warmup_steps = argument_checks.positive_int("warmup_steps", warmup_steps)
+        self.scale = argument_checks.positive_float("scale", scale)
 
     def __call__(self, step):
         step_num = ops.cast(step, "float32") + 1.0  # Keras counts updates from 0, the paper from 1

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-MAX_UNITS = 2**16  # keras_seq.validation.MAX_UNITS
+MAX_UNITS = 2**16  # keras_seq.argument_checks.MAX_UNITS
 MAX_LAYERS = 64
 
 Units = Annotated[int, Field(ge=1, le=MAX_UNITS)]

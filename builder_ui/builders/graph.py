@@ -262,7 +262,7 @@ def _trainer(task: Any, default: Any) -> Any:
 
 def check_nodes(nodes: list[dict[str, Any]], task: Any) -> list[graph_shapes.NodeProblem]:
     """The walk's problems, else a layer holding more weights than keras_seq lets one layer
-    (`keras_seq.validation.MAX_LAYER_PARAMS`, checked before the trace), else what
+    (`keras_seq.argument_checks.MAX_LAYER_PARAMS`, checked before the trace), else what
     `model.fit` would refuse on one batch (`graph_fit`).
 
     A short form's graph and one written node by node meet the same limit: Keras's own
@@ -390,7 +390,7 @@ def _oversized(
     # Loaded already: the walk made the layers.
     import keras
 
-    from keras_seq.validation import MAX_LAYER_PARAMS
+    from keras_seq.argument_checks import MAX_LAYER_PARAMS
 
     found = []
     for index, node in enumerate(nodes):

@@ -49,7 +49,7 @@ from __future__ import annotations
 import keras
 
 from builder_ui.builders import memory
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import (
     LearnedPositionalEmbedding,
     PointerAttention,
@@ -150,7 +150,7 @@ class DecoderBlock(_Seq2SeqDecoder):
         self.target_vocab_size = int(target_vocab_size)
         self.target_length = int(target_length)
         self.embedding_dim = int(embedding_dim)
-        self.dropout = validation.rate("dropout", dropout)
+        self.dropout = argument_checks.rate("dropout", dropout)
         self.decoder = RecurrentDecoder(
             units,
             cell=cell,
@@ -263,7 +263,7 @@ class TransformerDecoderStack(_Seq2SeqDecoder):
         )
         for name, value in arguments.items():
             setattr(self, name, value)
-        self.dropout = validation.rate("dropout", dropout)
+        self.dropout = argument_checks.rate("dropout", dropout)
         if self.target_length > self.max_length:
             raise ValueError(
                 f"max_length: expected at least {self.target_length}, the task's target "
@@ -377,12 +377,12 @@ class CaptionDecoderBlock(_Seq2SeqDecoder):
         super().__init__(**kwargs)
         self.target_vocab_size = int(target_vocab_size)
         self.target_length = int(target_length)
-        self.region_positions = validation.boolean("region_positions", region_positions)
-        self.embedding_dim = validation.positive_int(
-            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        self.region_positions = argument_checks.boolean("region_positions", region_positions)
+        self.embedding_dim = argument_checks.positive_int(
+            "embedding_dim", embedding_dim, argument_checks.MAX_UNITS
         )
         self.attention_penalty = check_attention_penalty(attention_penalty)
-        self.dropout = validation.rate("dropout", dropout)
+        self.dropout = argument_checks.rate("dropout", dropout)
         self.decoder = RecurrentDecoder(
             units, cell=cell, attention="bahdanau", attention_units=attention_units, name="decoder"
         )
@@ -475,7 +475,7 @@ class PointerDecoderBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         for name, value in network_arguments(input_features, units, cell, exclude_chosen).items():
             setattr(self, name, value)
-        self.target_length = validation.positive_int("target_length", target_length)
+        self.target_length = argument_checks.positive_int("target_length", target_length)
 
     def build(self, memory_shape, state_shape=None):
         if len(memory_shape) != 3:

@@ -321,7 +321,7 @@ def layer_words(error: BaseException) -> str:
 def _param_problems(index: int, node: Mapping[str, Any], item: Any) -> list[NodeProblem]:
     """Parameters that the layer's constructor does not take, required ones left out, and
     booleans given as anything but true or false (a Keras layer takes `mask_zero: "yes"`, or
-    `"false"`, as true; keras_seq's layers refuse them, `keras_seq.validation.boolean`)."""
+    `"false"`, as true; keras_seq's layers refuse them, `keras_seq.argument_checks.boolean`)."""
     offered = {param.name: param for param in graph_blocks.parameters(item)}
     given = node.get("params", {})
     label = _label(node)

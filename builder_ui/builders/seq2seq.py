@@ -38,7 +38,7 @@ from builder_ui.specs import ModelParams, StrictModel, TypeShorthand
 
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")
 LUONG = ("luong_dot", "luong_general", "luong_concat")
-MAX_LAYER_PARAMS = 2**31  # keras_seq.validation.MAX_LAYER_PARAMS
+MAX_LAYER_PARAMS = 2**31  # keras_seq.argument_checks.MAX_LAYER_PARAMS
 
 
 class RNNArchitecture(StrictModel):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq._extras import import_extra
 
 
@@ -69,7 +69,7 @@ def plot_alignment(weights, source_tokens, target_tokens, *, ax=None, title=None
             f"{len(source_tokens)} `source_tokens` (columns)."
         )
     if title is not None and not isinstance(title, str):
-        raise validation.invalid("title", "a string or None", title)
+        raise argument_checks.invalid("title", "a string or None", title)
 
     if ax is None:
         figures = import_extra("matplotlib.figure", "app", "keras_seq.diagnostics.plot_alignment")
@@ -97,7 +97,9 @@ def _check_weights(weights):
     try:
         array = np.asarray(weights, dtype=np.float64)
     except (TypeError, ValueError):
-        raise validation.invalid("weights", "a 2-D array of numbers", _short(weights)) from None
+        raise argument_checks.invalid(
+            "weights", "a 2-D array of numbers", _short(weights)
+        ) from None
     if array.ndim != 2 or 0 in array.shape:
         raise ValueError(
             "Received an invalid value for argument `weights`, expected a non-empty 2-D array "
@@ -120,7 +122,7 @@ def _check_tokens(name, tokens):
     if isinstance(tokens, np.ndarray):
         tokens = tokens.tolist() if tokens.ndim == 1 else tokens
     if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Sequence):
-        raise validation.invalid(name, "a list of tokens", _short(tokens))
+        raise argument_checks.invalid(name, "a list of tokens", _short(tokens))
     return [str(token) for token in tokens]
 
 

@@ -35,7 +35,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq._extras import import_extra
 from keras_seq.diagnostics._autodiff import gradients
 
@@ -132,14 +132,14 @@ def gradient_flow(
         - Pascanu, Mikolov & Bengio, "On the Difficulty of Training Recurrent
           Neural Networks", ICML 2013.
     """
-    sequence_length = validation.positive_int(
+    sequence_length = argument_checks.positive_int(
         "sequence_length", sequence_length, MAX_SEQUENCE_LENGTH
     )
-    batch_size = validation.positive_int("batch_size", batch_size, MAX_BATCH_SIZE)
+    batch_size = argument_checks.positive_int("batch_size", batch_size, MAX_BATCH_SIZE)
     if input_dim is not None:
-        input_dim = validation.positive_int("input_dim", input_dim, validation.MAX_UNITS)
-    wrt = validation.one_of("wrt", wrt, _WRT)
-    seed = validation.seed("seed", seed)
+        input_dim = argument_checks.positive_int("input_dim", input_dim, argument_checks.MAX_UNITS)
+    wrt = argument_checks.one_of("wrt", wrt, _WRT)
+    seed = argument_checks.seed("seed", seed)
     # Before the measurement: a missing pandas is said first, not after minutes of steps.
     pd = import_extra("pandas", "app", "keras_seq.diagnostics.gradient_flow")
 
@@ -251,7 +251,7 @@ def plot_gradient_flow(
     >>> len(figure.axes[0].get_lines())
     2
     """
-    floor = validation.positive_float("floor", floor)
+    floor = argument_checks.positive_float("floor", floor)
     frame = _collect(frames_or_layers, sequence_length=sequence_length, wrt=wrt, seed=seed)
 
     if ax is None:
@@ -281,7 +281,7 @@ def _recurrent_cell(layer):
         return layer.cell
     if isinstance(layer, keras.layers.Layer) and hasattr(layer, "state_size"):
         return layer
-    raise validation.invalid(
+    raise argument_checks.invalid(
         "layer",
         "a Keras recurrent layer (keras.layers.RNN or a subclass) or a recurrent cell",
         layer,
@@ -295,7 +295,7 @@ def _label(layer):
 def _build(layer, cell, input_dim):
     """Builds an unbuilt layer on `input_dim`; returns the input dimension used."""
     if not all(isinstance(size, numbers.Integral) for size in keras.tree.flatten(cell.state_size)):
-        raise validation.invalid("layer", "a recurrent layer whose states are vectors", layer)
+        raise argument_checks.invalid("layer", "a recurrent layer whose states are vectors", layer)
     if cell.built:
         built_dim = _built_input_dim(cell)
         if input_dim is None:
@@ -306,7 +306,7 @@ def _build(layer, cell, input_dim):
                 )
             return built_dim
         if built_dim is not None and input_dim != built_dim:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "input_dim",
                 f"{built_dim}, the input dimension layer `{_label(layer)}` was built with",
                 input_dim,
@@ -344,7 +344,7 @@ def _collect(frames_or_layers, *, sequence_length, wrt, seed):
     else:
         items = None
     if not items:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "frames_or_layers",
             "a gradient_flow DataFrame, or a non-empty list or dict of frames or layers",
             frames_or_layers,
@@ -354,7 +354,7 @@ def _collect(frames_or_layers, *, sequence_length, wrt, seed):
         if isinstance(item, keras.layers.Layer):
             item = gradient_flow(item, sequence_length, wrt=wrt, seed=seed)
         if not isinstance(item, pd.DataFrame) or not set(_COLUMNS) <= set(item.columns):
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "frames_or_layers",
                 f"frames with the columns {list(_COLUMNS)} (what gradient_flow returns) "
                 "or recurrent layers",

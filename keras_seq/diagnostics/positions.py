@@ -26,7 +26,7 @@ import math
 import keras
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq._extras import import_extra
 from keras_seq.layers import (
     ClassToken,
@@ -81,8 +81,8 @@ def plot_positional_encoding(
         - Vaswani et al., "Attention Is All You Need", NeurIPS 2017,
           Section 3.5.
     """
-    d_model = validation.positive_int("d_model", d_model, MAX_PLOT_DIM)
-    length = validation.positive_int("length", length, MAX_PLOT_LENGTH)
+    d_model = argument_checks.positive_int("d_model", d_model, MAX_PLOT_DIM)
+    length = argument_checks.positive_int("length", length, MAX_PLOT_LENGTH)
     encoding_layer = SinusoidalPositionalEncoding(max_wavelength=max_wavelength)
     zeros = np.zeros((1, length, d_model), dtype="float32")
     encoding = keras.ops.convert_to_numpy(encoding_layer(zeros))[0]  # (length, d_model)
@@ -200,7 +200,7 @@ def plot_position_similarity(
     else:
         similarity = np.asarray(vit_model_or_similarity, dtype=np.float64)
         if similarity.ndim != 4 or similarity.shape[:2] != similarity.shape[2:]:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "vit_model_or_similarity",
                 "a keras.Model or an array (grid_h, grid_w, grid_h, grid_w)",
                 f"an array of shape {similarity.shape}",
@@ -261,7 +261,7 @@ def _all_layers(model):
 def _patch_position_table(model, grid_shape):
     """The position table rows of the patches, `(N, D)` float64, and the grid shape."""
     if not isinstance(model, keras.Model):
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "vit_model", "a keras.Model with a LearnedPositionalEmbedding layer", model
         )
     layers = list(_all_layers(model))
@@ -284,9 +284,9 @@ def _patch_position_table(model, grid_shape):
         grid_shape = _grid_from_patches(layers, len(table) - offset)
     else:
         if not isinstance(grid_shape, (tuple, list)) or len(grid_shape) != 2:
-            raise validation.invalid("grid_shape", "a pair (grid_h, grid_w)", grid_shape)
+            raise argument_checks.invalid("grid_shape", "a pair (grid_h, grid_w)", grid_shape)
         grid_shape = tuple(
-            validation.positive_int("grid_shape", side, MAX_PLOT_LENGTH) for side in grid_shape
+            argument_checks.positive_int("grid_shape", side, MAX_PLOT_LENGTH) for side in grid_shape
         )
     grid_h, grid_w = grid_shape
     num_patches = grid_h * grid_w

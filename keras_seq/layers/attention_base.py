@@ -10,7 +10,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import masks
 
 
@@ -146,7 +146,7 @@ class BaseAttention(keras.layers.Layer):
     def build_additive(self, query_dim, key_dim, units):
         """Creates W (`query_projection`), U (`key_projection`), v (`score_vector`)
         of the additive score `vᵀ tanh(W q + U k)`."""
-        validation.parameter_budget(self.name, (query_dim + key_dim + 1) * units)
+        argument_checks.parameter_budget(self.name, (query_dim + key_dim + 1) * units)
         self.query_projection = self.add_kernel("query_projection", (query_dim, units))
         self.key_projection = self.add_kernel("key_projection", (key_dim, units))
         self.score_vector = self.add_kernel("score_vector", (units,))

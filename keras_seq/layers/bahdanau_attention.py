@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 from keras import initializers
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers.attention_base import BaseAttention
 
 
@@ -67,7 +67,7 @@ class BahdanauAttention(BaseAttention):
 
     def __init__(self, units, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.units = validation.positive_int("units", units, validation.MAX_UNITS)
+        self.units = argument_checks.positive_int("units", units, argument_checks.MAX_UNITS)
         self.kernel_initializer = initializers.get(kernel_initializer)
 
     def build_scores(self, query_dim, key_dim):

@@ -24,7 +24,7 @@ from keras.src import backend as keras_backend
 # cells that inherit this mixin, and exports it under no public name.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import torch_lstm
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
@@ -203,11 +203,13 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.units = validation.positive_int("units", units, validation.MAX_UNITS)
-        self.forget_gate = validation.boolean("forget_gate", forget_gate)
-        self.peephole = validation.boolean("peephole", peephole)
-        self.truncated_gradients = validation.boolean("truncated_gradients", truncated_gradients)
-        self.use_bias = validation.boolean("use_bias", use_bias)
+        self.units = argument_checks.positive_int("units", units, argument_checks.MAX_UNITS)
+        self.forget_gate = argument_checks.boolean("forget_gate", forget_gate)
+        self.peephole = argument_checks.boolean("peephole", peephole)
+        self.truncated_gradients = argument_checks.boolean(
+            "truncated_gradients", truncated_gradients
+        )
+        self.use_bias = argument_checks.boolean("use_bias", use_bias)
         # Keras's `activation` is both g and h; its `recurrent_activation` is σ.
         self.activation = _alias("activation", activation, cell_activation, output_activation)
         self.recurrent_activation = _alias(
@@ -252,8 +254,8 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
         self.bias_constraint = constraints.get(bias_constraint)
         self.peephole_constraint = constraints.get(peephole_constraint)
 
-        self.dropout = validation.rate("dropout", dropout)
-        self.recurrent_dropout = validation.rate("recurrent_dropout", recurrent_dropout)
+        self.dropout = argument_checks.rate("dropout", dropout)
+        self.recurrent_dropout = argument_checks.rate("recurrent_dropout", recurrent_dropout)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed=seed)
 
@@ -274,7 +276,7 @@ class CECLSTMCell(DropoutRNNCell, keras.layers.Layer):
             )
         input_dim = int(input_shape[-1])
         n = len(self.gate_names)
-        validation.parameter_budget(
+        argument_checks.parameter_budget(
             self.name, n * self.units * (input_dim + self.units + 1) + 3 * self.units
         )
         self.kernel = self.add_weight(
@@ -479,7 +481,7 @@ _BIAS_1997 = {"i": -3.0, "f": 1.0, "c": 0.0, "o": -2.0}
 
 
 def _optional_float(name, value):
-    return None if value is None else validation.finite_float(name, value)
+    return None if value is None else argument_checks.finite_float(name, value)
 
 
 def _alias(name, value, *own, default="tanh"):
@@ -512,7 +514,7 @@ def _serialize_activation(value):
 def _keras_bias_rule(*, forget_gate, bias_initializer, unit_forget_bias, gate_biases):
     """Validate `unit_forget_bias` and the choice between the two bias rules; returns it."""
     if unit_forget_bias is not None:
-        unit_forget_bias = validation.boolean("unit_forget_bias", unit_forget_bias)
+        unit_forget_bias = argument_checks.boolean("unit_forget_bias", unit_forget_bias)
         if unit_forget_bias and not forget_gate:
             raise ValueError(
                 "`unit_forget_bias` sets the forget gate's bias, and this cell has none "
@@ -678,12 +680,14 @@ class CECLSTM(keras.layers.RNN):
         )
         super().__init__(
             cell,
-            return_sequences=validation.boolean("return_sequences", return_sequences),
-            return_state=validation.boolean("return_state", return_state),
-            go_backwards=validation.boolean("go_backwards", go_backwards),
-            stateful=validation.boolean("stateful", stateful),
-            unroll=validation.boolean("unroll", unroll),
-            zero_output_for_mask=validation.boolean("zero_output_for_mask", zero_output_for_mask),
+            return_sequences=argument_checks.boolean("return_sequences", return_sequences),
+            return_state=argument_checks.boolean("return_state", return_state),
+            go_backwards=argument_checks.boolean("go_backwards", go_backwards),
+            stateful=argument_checks.boolean("stateful", stateful),
+            unroll=argument_checks.boolean("unroll", unroll),
+            zero_output_for_mask=argument_checks.boolean(
+                "zero_output_for_mask", zero_output_for_mask
+            ),
             activity_regularizer=activity_regularizer,
             **kwargs,
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers.cec_lstm import CECLSTM, CECLSTMCell
 
 CELLS = ("simple", "gru", "lstm", "cec_lstm")
@@ -39,7 +39,7 @@ _TWO_STATE_CELLS = ("lstm", "cec_lstm")
 
 def check_cell(value):
     """Returns `value` if it names a cell in `CELLS`, else raises."""
-    return validation.one_of("cell", value, CELLS)
+    return argument_checks.one_of("cell", value, CELLS)
 
 
 def make_cell(cell, units, name, dtype=None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 from keras import initializers, ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers.attention_base import BaseAttention
 
 SCORES = ("dot", "general", "concat")
@@ -75,17 +75,17 @@ class LuongAttention(BaseAttention):
 
     def __init__(self, score="dot", units=None, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.score = validation.one_of("score", score, SCORES)
+        self.score = argument_checks.one_of("score", score, SCORES)
         if score == "concat":
             if units is None:
-                raise validation.invalid(
+                raise argument_checks.invalid(
                     "units",
                     "a positive integer, the hidden size of W_a, which score='concat' needs",
                     units,
                 )
-            units = validation.positive_int("units", units, validation.MAX_UNITS)
+            units = argument_checks.positive_int("units", units, argument_checks.MAX_UNITS)
         elif units is not None:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "units", f"None with score={score!r} (only 'concat' has a hidden layer)", units
             )
         self.units = units
@@ -103,7 +103,7 @@ class LuongAttention(BaseAttention):
 
     def build_scores(self, query_dim, key_dim):
         if self.score == "general":
-            validation.parameter_budget(self.name, key_dim * query_dim)
+            argument_checks.parameter_budget(self.name, key_dim * query_dim)
             self.key_projection = self.add_kernel("key_projection", (key_dim, query_dim))
         elif self.score == "concat":
             self.build_additive(query_dim, key_dim, self.units)

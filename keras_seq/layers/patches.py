@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 from keras import initializers, ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -59,9 +59,11 @@ class PatchEmbedding(keras.layers.Layer):
 
     def __init__(self, patch_size, embedding_dim, **kwargs):
         super().__init__(**kwargs)
-        self.patch_size = validation.positive_int("patch_size", patch_size, validation.MAX_UNITS)
-        self.embedding_dim = validation.positive_int(
-            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        self.patch_size = argument_checks.positive_int(
+            "patch_size", patch_size, argument_checks.MAX_UNITS
+        )
+        self.embedding_dim = argument_checks.positive_int(
+            "embedding_dim", embedding_dim, argument_checks.MAX_UNITS
         )
 
     def _check_image_shape(self, shape):
@@ -87,7 +89,7 @@ class PatchEmbedding(keras.layers.Layer):
                 f"{type(self).__name__} needs a known number of channels C, got images of "
                 f"shape {tuple(images_shape)}."
             )
-        validation.parameter_budget(
+        argument_checks.parameter_budget(
             self.name, self.patch_size**2 * int(channels) * self.embedding_dim + self.embedding_dim
         )
         self.projection = keras.layers.Conv2D(
@@ -173,7 +175,7 @@ class ClassToken(keras.layers.Layer):
                 f"D, got shape {tuple(input_shape)}."
             )
         d = int(input_shape[-1])
-        validation.parameter_budget(self.name, d)
+        argument_checks.parameter_budget(self.name, d)
         self.token = self.add_weight(shape=(1, 1, d), name="token", initializer=self.initializer)
         self.built = True
 

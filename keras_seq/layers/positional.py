@@ -17,7 +17,7 @@ import keras
 import numpy as np
 from keras import initializers, ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -69,7 +69,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
 
     def __init__(self, max_wavelength=10000, **kwargs):
         super().__init__(**kwargs)
-        self.max_wavelength = validation.positive_float("max_wavelength", max_wavelength)
+        self.max_wavelength = argument_checks.positive_float("max_wavelength", max_wavelength)
         self.supports_masking = True
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
@@ -146,8 +146,8 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, max_length, embeddings_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.max_length = validation.positive_int(
-            "max_length", max_length, validation.MAX_LAYER_PARAMS
+        self.max_length = argument_checks.positive_int(
+            "max_length", max_length, argument_checks.MAX_LAYER_PARAMS
         )
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.supports_masking = True
@@ -166,7 +166,7 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
             raise _sequence_shape_error(self, input_shape)
         self._check_length(input_shape[1])
         d = int(input_shape[-1])
-        validation.parameter_budget(self.name, self.max_length * d)
+        argument_checks.parameter_budget(self.name, self.max_length * d)
         self.embeddings = self.add_weight(
             shape=(self.max_length, d),
             name="embeddings",

@@ -47,7 +47,7 @@ from keras import ops
 # no public name.
 from keras.src import backend as keras_backend
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import masks
 from keras_seq.layers.attention_base import additive_score
 from keras_seq.layers.bahdanau_attention import BahdanauAttention
@@ -68,7 +68,7 @@ def check_attention(value):
     if value is None:
         return None
     if not isinstance(value, str) or value not in ATTENTIONS:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "attention", "None or one of " + ", ".join(repr(a) for a in ATTENTIONS), value
         )
     return value
@@ -76,9 +76,9 @@ def check_attention(value):
 
 def check_input_feeding(input_feeding, attention):
     """Input feeding (Luong et al. 2015, Section 3.3) exists only with a Luong attention."""
-    input_feeding = validation.boolean("input_feeding", input_feeding)
+    input_feeding = argument_checks.boolean("input_feeding", input_feeding)
     if input_feeding and attention not in LUONG_ATTENTIONS:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "input_feeding",
             "False unless `attention` is 'luong_dot', 'luong_general' or 'luong_concat' "
             f"(input feeding passes Luong's attentional vector on; attention={attention!r})",
@@ -222,20 +222,20 @@ class RecurrentDecoder(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.units = validation.positive_int("units", units, validation.MAX_UNITS)
+        self.units = argument_checks.positive_int("units", units, argument_checks.MAX_UNITS)
         self.cell = check_cell(cell)
-        self.num_layers = validation.positive_int("num_layers", num_layers, 64)
+        self.num_layers = argument_checks.positive_int("num_layers", num_layers, 64)
         self.attention = check_attention(attention)
         if attention_units is not None:
             if self.attention not in ("bahdanau", "luong_concat"):
-                raise validation.invalid(
+                raise argument_checks.invalid(
                     "attention_units",
                     "None unless `attention` is 'bahdanau' or 'luong_concat' (the additive "
                     f"scores, which have a hidden layer; attention={self.attention!r})",
                     attention_units,
                 )
-            attention_units = validation.positive_int(
-                "attention_units", attention_units, validation.MAX_UNITS
+            attention_units = argument_checks.positive_int(
+                "attention_units", attention_units, argument_checks.MAX_UNITS
             )
         self.attention_units = attention_units
         self.input_feeding = check_input_feeding(input_feeding, self.attention)
@@ -304,7 +304,7 @@ class RecurrentDecoder(keras.layers.Layer):
             first_input_dim += memory_dim  # [x_t; c_t]
         if self.input_feeding:
             first_input_dim += self.units  # [x_t; h̃_{t−1}]
-        validation.parameter_budget(
+        argument_checks.parameter_budget(
             self.name,
             cell_parameter_count(self.cell, first_input_dim, self.units)
             + (self.num_layers - 1) * cell_parameter_count(self.cell, self.units, self.units)

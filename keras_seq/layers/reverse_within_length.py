@@ -7,7 +7,7 @@ import numbers
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
@@ -61,7 +61,7 @@ class ReverseWithinLength(keras.layers.Layer):
         if isinstance(pad_value, numbers.Integral) and not isinstance(pad_value, bool):
             pad_value = int(pad_value)
         else:
-            pad_value = validation.finite_float("pad_value", pad_value)
+            pad_value = argument_checks.finite_float("pad_value", pad_value)
         self.pad_value = pad_value
         self.supports_masking = True
 

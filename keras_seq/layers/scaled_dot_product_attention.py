@@ -7,7 +7,7 @@ import math
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import masks
 from keras_seq.layers.attention_base import BaseAttention
 
@@ -90,9 +90,9 @@ class ScaledDotProductAttention(BaseAttention):
 
     def __init__(self, causal=False, dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
-        self.causal = validation.boolean("causal", causal)
-        self.dropout = validation.rate("dropout", dropout)
-        self.seed = None if seed is None else validation.seed("seed", seed)
+        self.causal = argument_checks.boolean("causal", causal)
+        self.dropout = argument_checks.rate("dropout", dropout)
+        self.seed = None if seed is None else argument_checks.seed("seed", seed)
         self.seed_generator = keras.random.SeedGenerator(seed=seed)
 
     def check_dims(self, query_shape, value_shape, key_shape):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import keras
 from keras import activations, ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import masks
 
 
@@ -113,20 +113,22 @@ class TransformerBlockBase(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.num_heads = validation.positive_int("num_heads", num_heads, validation.MAX_UNITS)
-        self.ff_dim = validation.positive_int("ff_dim", ff_dim, validation.MAX_UNITS)
-        self.dropout = validation.rate("dropout", dropout)
-        self.norm_first = validation.boolean("norm_first", norm_first)
+        self.num_heads = argument_checks.positive_int(
+            "num_heads", num_heads, argument_checks.MAX_UNITS
+        )
+        self.ff_dim = argument_checks.positive_int("ff_dim", ff_dim, argument_checks.MAX_UNITS)
+        self.dropout = argument_checks.rate("dropout", dropout)
+        self.norm_first = argument_checks.boolean("norm_first", norm_first)
         try:
             self.activation = activations.get(activation)
         except ValueError:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "activation", "the name of a Keras activation or a callable", activation
             ) from None
-        self.layer_norm_epsilon = validation.positive_float(
+        self.layer_norm_epsilon = argument_checks.positive_float(
             "layer_norm_epsilon", layer_norm_epsilon
         )
-        self.seed = None if seed is None else validation.seed("seed", seed)
+        self.seed = None if seed is None else argument_checks.seed("seed", seed)
         self.supports_masking = True
 
     # Sublayers, each named by its role ---------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import masks
 from keras_seq.layers.transformer_block import (
     TransformerBlockBase,
@@ -123,7 +123,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         d_model = check_block_input(self, decoder_sequence_shape, "decoder_sequence")
         d_enc = check_block_input(self, encoder_sequence_shape, "encoder_sequence")
         d_k = check_heads(self, d_model)
-        validation.parameter_budget(
+        argument_checks.parameter_budget(
             self.name,
             attention_weight_count(d_model)
             + attention_weight_count(max(d_model, d_enc))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import masks
 from keras_seq.layers.transformer_block import (
     TransformerBlockBase,
@@ -110,7 +110,7 @@ class TransformerEncoderBlock(TransformerBlockBase):
     def build(self, input_shape):
         d_model = check_block_input(self, input_shape)
         d_k = check_heads(self, d_model)
-        validation.parameter_budget(
+        argument_checks.parameter_budget(
             self.name,
             attention_weight_count(d_model)
             + feedforward_weight_count(d_model, self.ff_dim)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import sacrebleu
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 # The n-gram smoothing: SacreBLEU's default for corpus BLEU ("exp", Chen &
 # Cherry 2014, method 3) changes only a score with no matching n-gram of
@@ -69,9 +69,9 @@ def corpus_bleu(hypotheses, references, *, tokenize="none", lowercase=False, eff
     """
     hypotheses = _strings("hypotheses", hypotheses)
     streams = _reference_streams(references, len(hypotheses))
-    validation.one_of("tokenize", tokenize, tuple(sacrebleu.BLEU.TOKENIZERS))
-    validation.boolean("lowercase", lowercase)
-    validation.boolean("effective_order", effective_order)
+    argument_checks.one_of("tokenize", tokenize, tuple(sacrebleu.BLEU.TOKENIZERS))
+    argument_checks.boolean("lowercase", lowercase)
+    argument_checks.boolean("effective_order", effective_order)
     score = sacrebleu.corpus_bleu(
         hypotheses,
         streams,
@@ -114,10 +114,10 @@ def exact_match(hypotheses, references):
 
 def _strings(name, values) -> list[str]:
     if isinstance(values, str) or not isinstance(values, Sequence):
-        raise validation.invalid(name, "a list of strings", values)
+        raise argument_checks.invalid(name, "a list of strings", values)
     values = list(values)
     if not values:
-        raise validation.invalid(name, "a non-empty list of strings", values)
+        raise argument_checks.invalid(name, "a non-empty list of strings", values)
     for i, value in enumerate(values):
         if not isinstance(value, str):
             raise ValueError(
@@ -138,7 +138,7 @@ def _same_length(hypotheses, references):
 def _reference_streams(references, count):
     """SacreBLEU's layout: one stream per reference rank, None where a sentence has fewer."""
     if isinstance(references, str) or not isinstance(references, Sequence):
-        raise validation.invalid("references", "a list of strings or of lists of strings", "…")
+        raise argument_checks.invalid("references", "a list of strings or of lists of strings", "…")
     references = list(references)
     if references and all(isinstance(r, str) for r in references):
         _same_length(range(count), references)

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq._extras import import_extra
 from keras_seq.metrics.bleu import corpus_bleu, exact_match
 from keras_seq.metrics.sequence import text_token_accuracy
@@ -61,16 +61,16 @@ def length_buckets(buckets, longest=None):
     [(1, 10), (11, 20)]
     """
     if buckets is None:
-        longest = validation.positive_int("longest", longest)
+        longest = argument_checks.positive_int("longest", longest)
         return [(low, low + 9) for low in range(1, longest + 1, 10)]
     if isinstance(buckets, (str, bytes)) or not isinstance(buckets, Sequence) or not buckets:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "buckets", "a list of (low, high) pairs, a list of edges, or None", buckets
         )
     if all(_is_int(edge) for edge in buckets):
         edges = [int(edge) for edge in buckets]
         if len(edges) < 2 or edges[0] < 0 or any(b <= a for a, b in itertools.pairwise(edges)):
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "buckets", "at least two strictly increasing non-negative edges", buckets
             )
         return [(low + 1, high) for low, high in itertools.pairwise(edges)]
@@ -82,11 +82,11 @@ def length_buckets(buckets, longest=None):
             or not all(_is_int(v) for v in pair)
             or not 0 <= pair[0] <= pair[1]
         ):
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "buckets", "(low, high) integer pairs with 0 ≤ low ≤ high", pair
             )
         if ranges and pair[0] <= ranges[-1][1]:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "buckets", "non-overlapping (low, high) pairs in increasing order", buckets
             )
         ranges.append((int(pair[0]), int(pair[1])))
@@ -137,15 +137,15 @@ def evaluate_by_length(
           Learning to Align and Translate", ICLR 2015, figure 2.
     """
     if not callable(getattr(translator, "translate", None)):
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "translator", "an object with a translate(list[str]) method", translator
         )
-    batch_size = validation.positive_int("batch_size", batch_size)
-    lowercase = validation.boolean("lowercase", lowercase)
+    batch_size = argument_checks.positive_int("batch_size", batch_size)
+    lowercase = argument_checks.boolean("lowercase", lowercase)
     if translate_kwargs is None:
         translate_kwargs = {}
     if not isinstance(translate_kwargs, Mapping):
-        raise validation.invalid("translate_kwargs", "a dict or None", translate_kwargs)
+        raise argument_checks.invalid("translate_kwargs", "a dict or None", translate_kwargs)
     sources, references = _sentences(data)
     # Before the translations: a missing pandas is said first, not after every batch.
     pd = import_extra("pandas", "app", "keras_seq.metrics.evaluate_by_length")
@@ -212,9 +212,9 @@ def plot_bleu_by_length(results, ax=None, *, metric="bleu", title=None):
         - Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly
           Learning to Align and Translate", ICLR 2015, figure 2.
     """
-    metric = validation.one_of("metric", metric, tuple(METRICS))
+    metric = argument_checks.one_of("metric", metric, tuple(METRICS))
     if title is not None and not isinstance(title, str):
-        raise validation.invalid("title", "a string or None", title)
+        raise argument_checks.invalid("title", "a string or None", title)
     curves = _labelled(results)
     if ax is None:
         figures = import_extra("matplotlib.figure", "app", "keras_seq.metrics.plot_bleu_by_length")
@@ -245,7 +245,7 @@ def _sentences(data):
     """(sources, references) from pairs or a TaskData's validation split."""
     if isinstance(data, TaskData):
         if data.targets.kind != "sequence":
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "data", "a TaskData whose targets are of kind 'sequence'", data
             )
         source_vocabulary: Vocabulary = data.source_vocabulary
@@ -254,7 +254,7 @@ def _sentences(data):
         references = [target_vocabulary.decode(row) for row in data.y_val]
         return sources, references
     if isinstance(data, (str, bytes)) or not isinstance(data, Sequence) or not data:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "data", "a non-empty list of (source, reference) pairs or a TaskData", data
         )
     for i, pair in enumerate(data):
@@ -279,12 +279,12 @@ def _labelled(results):
     elif isinstance(results, Sequence) and not isinstance(results, str):
         curves = list(results)
     else:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "results", "a DataFrame, a dict of DataFrames or (label, DataFrame) pairs", results
         )
     needed = {"bucket", "min_length", "max_length", *METRICS}
     if not curves:
-        raise validation.invalid("results", "at least one DataFrame", results)
+        raise argument_checks.invalid("results", "at least one DataFrame", results)
     for item in curves:
         if (
             not isinstance(item, (tuple, list))

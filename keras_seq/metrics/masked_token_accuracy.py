@@ -13,7 +13,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.losses import real_tokens
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
@@ -49,7 +49,7 @@ class MaskedTokenAccuracy(keras.metrics.Metric):
 
     def __init__(self, pad_id=0, name="token_accuracy", dtype=None):
         super().__init__(name=name, dtype=dtype)
-        self.pad_id = validation.int_in_range("pad_id", pad_id, 0)
+        self.pad_id = argument_checks.int_in_range("pad_id", pad_id, 0)
         self.correct = self.add_variable(shape=(), initializer="zeros", name="correct")
         self.total = self.add_variable(shape=(), initializer="zeros", name="total")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.metrics.bleu import _same_length, _strings
 
 _END = "<end>"
@@ -58,7 +58,7 @@ def token_accuracy(predicted_ids, target_ids, pad=0):
         raise ValueError(
             f"`predicted_ids` holds {len(predicted)} sequences but `target_ids` {len(target)}."
         )
-    pad = validation.int_in_range("pad", pad, np.iinfo(np.int64).min)
+    pad = argument_checks.int_in_range("pad", pad, np.iinfo(np.int64).min)
     width = target.shape[1]
     aligned = np.full(target.shape, pad, dtype=np.int64)  # a missing position never matches
     aligned[:, : min(width, predicted.shape[1])] = predicted[:, :width]
@@ -103,11 +103,11 @@ def text_token_accuracy(hypotheses, references):
 def _int_array(name, values):
     """NumPy, a list of lists or a backend tensor, as int64."""
     if isinstance(values, (str, bytes)):
-        raise validation.invalid(name, "an array of integer ids", values)
+        raise argument_checks.invalid(name, "an array of integer ids", values)
     try:
         array = np.asarray(values)
     except (TypeError, ValueError):
-        raise validation.invalid(name, "a rectangular array of integer ids", "…") from None
+        raise argument_checks.invalid(name, "a rectangular array of integer ids", "…") from None
     if array.size and not np.issubdtype(array.dtype, np.integer):
         raise ValueError(
             f"Received an invalid value for argument `{name}`, expected integer ids, got an "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.models.captioner import ShowAttendTell, _image_shape
 from keras_seq.models.own_encoder import encoder_model
 
@@ -38,7 +38,7 @@ def _check_encoder(encoder):
     except AttributeError:  # a Sequential model never built has none
         inputs = []
     if len(inputs) != 1 or len(inputs[0].shape) != 4 or None in inputs[0].shape[1:]:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "encoder",
             "a model with one input of images (batch, H, W, C) of a known size",
             [tuple(tensor.shape) for tensor in inputs],
@@ -46,7 +46,7 @@ def _check_encoder(encoder):
     output = encoder.output
     if not hasattr(output, "shape") or len(output.shape) != 4 or None in output.shape[1:]:
         got = tuple(output.shape) if hasattr(output, "shape") else type(output).__name__
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "encoder",
             "a model whose output is one feature map (batch, rows, columns, D) of a known size",
             got,

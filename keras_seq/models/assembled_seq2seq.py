@@ -35,7 +35,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers.cells import states_per_layer
 from keras_seq.models.own_encoder import OwnEncoder
 from keras_seq.models.rnn_seq2seq import RNNSeq2Seq
@@ -56,7 +56,7 @@ def check_initial_state(state_shape, cell, units, num_layers):
     wanted = num_layers * states_per_layer(cell) if listed else 1
     if len(shapes) != wanted:
         per_layer = "h and c" if states_per_layer(cell) == 2 else "h"
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "encoder",
             f"a 'state' of one (batch, {units}) tensor, or the initial state of each of the "
             f"{num_layers} decoder layer(s) ({per_layer} per layer for a {cell} decoder): "
@@ -65,7 +65,7 @@ def check_initial_state(state_shape, cell, units, num_layers):
         )
     for shape in shapes:
         if tuple(shape[1:]) != (units,):
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "encoder",
                 f"'state' of shape (batch, {units}): the decoder's units, since it becomes "
                 "each decoder layer's initial state",
@@ -172,7 +172,7 @@ class AssembledSeq2Seq(OwnEncoder, RNNSeq2Seq):
         outputs = self._check_encoder(reason)
         state = outputs.get("state")
         if self.attention is None and state is None:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "encoder",
                 "a 'state' output (batch, units): without attention the decoder reads the source "
                 "only through its initial state",
@@ -181,7 +181,9 @@ class AssembledSeq2Seq(OwnEncoder, RNNSeq2Seq):
         if state is not None:
             shapes = [t.shape for t in state] if isinstance(state, (list, tuple)) else state.shape
             check_initial_state(shapes, self.cell, self.units, self.num_layers)
-        validation.parameter_budget("target_embedding", self.target_vocab_size * self.embedding_dim)
+        argument_checks.parameter_budget(
+            "target_embedding", self.target_vocab_size * self.embedding_dim
+        )
 
     def _make_layers(self):
         self.encoder = self._given_encoder[0]

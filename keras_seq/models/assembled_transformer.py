@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.models.own_encoder import OwnEncoder
 from keras_seq.models.transformer_seq2seq import TransformerSeq2Seq
 
@@ -122,11 +122,13 @@ class AssembledTransformerSeq2Seq(OwnEncoder, TransformerSeq2Seq):
                 f"embedding_dim={self.embedding_dim} (each head gets embedding_dim / num_heads "
                 f"features), got {self.num_heads!r}."
             )
-        validation.parameter_budget("target_embedding", self.target_vocab_size * self.embedding_dim)
+        argument_checks.parameter_budget(
+            "target_embedding", self.target_vocab_size * self.embedding_dim
+        )
         projection = (self.embedding_dim + 1) * self.target_vocab_size
-        validation.parameter_budget("output_projection", projection)
+        argument_checks.parameter_budget("output_projection", projection)
         if self.positions == "learned":
-            validation.parameter_budget(
+            argument_checks.parameter_budget(
                 "target_position_embedding", self.max_length * self.embedding_dim
             )
 

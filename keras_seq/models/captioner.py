@@ -59,7 +59,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers.cells import states_per_layer
 from keras_seq.layers.patches import PatchEmbedding
 from keras_seq.layers.positional import LearnedPositionalEmbedding
@@ -77,9 +77,9 @@ _NO_SOURCE_VOCABULARY = 4
 
 def check_attention_penalty(value):
     """`λ` of the doubly stochastic penalty as a float ≥ 0, else a `ValueError` naming it."""
-    penalty = validation.finite_float("attention_penalty", value)
+    penalty = argument_checks.finite_float("attention_penalty", value)
     if penalty < 0:
-        raise validation.invalid("attention_penalty", "a number ≥ 0", value)
+        raise argument_checks.invalid("attention_penalty", "a number ≥ 0", value)
     return penalty
 
 
@@ -88,9 +88,9 @@ def _image_shape(value):
     if hasattr(value, "shape") and not isinstance(value, (list, tuple)):
         value = value.shape  # an ImageSpec
     if not isinstance(value, (list, tuple)) or len(value) != 3:
-        raise validation.invalid("image_shape", "(height, width, channels)", value)
+        raise argument_checks.invalid("image_shape", "(height, width, channels)", value)
     return tuple(
-        validation.positive_int(f"image_shape[{i}]", v, validation.MAX_UNITS)
+        argument_checks.positive_int(f"image_shape[{i}]", v, argument_checks.MAX_UNITS)
         for i, v in enumerate(value)
     )
 
@@ -174,10 +174,12 @@ class ShowAttendTell(RNNSeq2Seq):
         **kwargs,
     ):
         self.image_shape = _image_shape(image_shape)
-        self.encoder = validation.one_of("encoder", encoder, ENCODERS)
-        self.filters = validation.positive_int("filters", filters, validation.MAX_UNITS)
-        self.conv_layers = validation.positive_int("conv_layers", conv_layers, MAX_CONV_LAYERS)
-        self.patch_size = validation.positive_int("patch_size", patch_size, validation.MAX_UNITS)
+        self.encoder = argument_checks.one_of("encoder", encoder, ENCODERS)
+        self.filters = argument_checks.positive_int("filters", filters, argument_checks.MAX_UNITS)
+        self.conv_layers = argument_checks.positive_int("conv_layers", conv_layers, MAX_CONV_LAYERS)
+        self.patch_size = argument_checks.positive_int(
+            "patch_size", patch_size, argument_checks.MAX_UNITS
+        )
         self._set_captioner_arguments(
             target_vocab_size,
             region_positions,
@@ -204,7 +206,7 @@ class ShowAttendTell(RNNSeq2Seq):
     ):
         """Checks and keeps the arguments of everything after the regions, then makes the
         model (shared with `AssembledShowAttendTell`)."""
-        self.region_positions = validation.boolean("region_positions", region_positions)
+        self.region_positions = argument_checks.boolean("region_positions", region_positions)
         self.attention_penalty = check_attention_penalty(attention_penalty)
         self._set_decoder_arguments(
             cell, units, 1, "bahdanau", attention_units, False, embedding_dim
@@ -237,7 +239,7 @@ class ShowAttendTell(RNNSeq2Seq):
         if height % step or width % step:
             field = "conv_layers" if self.encoder == "cnn" else "patch_size"
             what = f"2^conv_layers = {step}" if self.encoder == "cnn" else f"patch_size = {step}"
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 field,
                 f"a value for which {what} divides the image height {height} and width {width}",
                 getattr(self, field),
@@ -320,11 +322,11 @@ class ShowAttendTell(RNNSeq2Seq):
         dtype = keras.backend.standardize_dtype(source.dtype)
         shape = tuple(source.shape)
         if len(shape) != 4 or tuple(shape[1:]) != self.image_shape:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "source", f"images of shape (batch, {', '.join(map(str, self.image_shape))})", shape
             )
         if "float" not in dtype and "int" not in dtype:
-            raise validation.invalid("source", "images of real pixel values", f"dtype {dtype}")
+            raise argument_checks.invalid("source", "images of real pixel values", f"dtype {dtype}")
         return ops.cast(source, "float32")
 
     @property

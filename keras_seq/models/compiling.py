@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy, with_label_smoothing
 from keras_seq.metrics.masked_token_accuracy import MaskedTokenAccuracy
 from keras_seq.tasks.base import TargetSpec
@@ -55,10 +55,10 @@ def compile_for(model, targets, *, learning_rate=1e-2, clipnorm=1.0, label_smoot
     if targets.kind not in ("sequence", "frames"):
         check_one_vector_target(targets)
     if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
-        learning_rate = validation.positive_float("learning_rate", learning_rate)
+        learning_rate = argument_checks.positive_float("learning_rate", learning_rate)
     if clipnorm is not None:
-        clipnorm = validation.positive_float("clipnorm", clipnorm)
-    label_smoothing = validation.rate("label_smoothing", label_smoothing)
+        clipnorm = argument_checks.positive_float("clipnorm", clipnorm)
+    label_smoothing = argument_checks.rate("label_smoothing", label_smoothing)
     if label_smoothing and targets.kind in ("regression", "frames"):
         raise ValueError(
             "Received an invalid value for argument `label_smoothing`, expected 0 for "

@@ -94,7 +94,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 # The reserved ids, the same in every keras_seq vocabulary
 # (`keras_seq.tasks.vocabulary.Vocabulary.PAD`, `.START`, `.END`).
@@ -201,7 +201,7 @@ def greedy_decode(
     source, max_length, end_token, start_token = _check_common(
         model, source, max_length, end_token, start_token
     )
-    return_attention = validation.boolean("return_attention", return_attention)
+    return_attention = argument_checks.boolean("return_attention", return_attention)
 
     def choose(log_probs, step):
         return ops.cast(ops.argmax(log_probs, axis=-1), "int32")
@@ -299,7 +299,7 @@ def sample_decode(
     )
     temperature, top_k, top_p = _check_sampling(temperature, top_k, top_p)
     seed = _seed_tensor(seed)
-    return_attention = validation.boolean("return_attention", return_attention)
+    return_attention = argument_checks.boolean("return_attention", return_attention)
 
     def choose(log_probs, step):
         logits, candidates = _sampling_logits(log_probs, temperature, top_k, top_p)
@@ -453,7 +453,7 @@ def beam_search(
     )
     k = _check_beam_width(beam_width)
     alpha, beta = _check_beam_penalties(model, length_penalty, coverage_penalty)
-    return_attention = validation.boolean("return_attention", return_attention)
+    return_attention = argument_checks.boolean("return_attention", return_attention)
     batch = ops.shape(source)[0]
     positions = ops.arange(max_length, dtype="int32")  # (L,)
     # Row b's beam j lives at b * K + j of every (batch * K, ...) tensor.
@@ -639,15 +639,15 @@ def compile_decoder(
     (1, 12)
     """
     _check_model(model)
-    max_length = validation.positive_int("max_length", max_length, MAX_DECODE_LENGTH)
+    max_length = argument_checks.positive_int("max_length", max_length, MAX_DECODE_LENGTH)
     beam_width = _check_beam_width(beam_width)
     if method is None:
         method = "greedy" if beam_width == 1 else "beam"
-    method = validation.one_of("method", method, METHODS)
+    method = argument_checks.one_of("method", method, METHODS)
     _check_options_of(method, beam_width, coverage_penalty, temperature, top_k, top_p, seed)
     # Check the options now rather than at the first call.
     _check_tokens(model, max_length, end_token, start_token)
-    validation.boolean("return_attention", return_attention)
+    argument_checks.boolean("return_attention", return_attention)
     options = {
         "end_token": end_token,
         "start_token": start_token,
@@ -703,9 +703,11 @@ def compile_decoder(
         if sampling:
             if seed is None:
                 seed, next_seed[0] = next_seed[0], (next_seed[0] + 1) % (MAX_SEED + 1)
-            seed = validation.int_in_range("seed", seed, 0, MAX_SEED)
+            seed = argument_checks.int_in_range("seed", seed, 0, MAX_SEED)
         elif seed is not None:
-            raise validation.invalid("seed", f"None for method {method!r} (not sampling)", seed)
+            raise argument_checks.invalid(
+                "seed", f"None for method {method!r} (not sampling)", seed
+            )
         if not warmed:
             _warm_up(model, source, start_token)
             warmed.append(True)
@@ -723,7 +725,7 @@ def _check_model(model):
     if not (
         callable(getattr(model, "encode", None)) and callable(getattr(model, "decode_step", None))
     ):
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "model",
             "a model with `encode(source)` and `decode_step(tokens, state)` methods",
             type(model).__name__,
@@ -739,13 +741,13 @@ def _as_source(model, source):
         return check(ops.convert_to_tensor(source))
     if isinstance(source, np.ndarray):
         if not np.issubdtype(source.dtype, np.integer):
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "source", "integer token ids", f"an array of dtype {source.dtype}"
             )
         source = source.astype("int32")
     dtype = keras.backend.standardize_dtype(source.dtype)
     if "int" not in dtype:
-        raise validation.invalid("source", "integer token ids", f"a tensor of dtype {dtype}")
+        raise argument_checks.invalid("source", "integer token ids", f"a tensor of dtype {dtype}")
     shape = tuple(source.shape)
     if len(shape) != 2 or shape[1] == 0:
         raise ValueError(
@@ -757,10 +759,10 @@ def _as_source(model, source):
 
 def _check_max_length(model, max_length):
     """`max_length` checked: a positive int, at most the model's `max_decode_length` if any."""
-    max_length = validation.positive_int("max_length", max_length, MAX_DECODE_LENGTH)
+    max_length = argument_checks.positive_int("max_length", max_length, MAX_DECODE_LENGTH)
     model_limit = getattr(model, "max_decode_length", None)
     if model_limit is not None and max_length > model_limit:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "max_length",
             f"at most the model's max_decode_length ({model_limit}), the most steps its "
             "`decode_step` can take",
@@ -780,12 +782,14 @@ def _check_tokens(model, max_length, end_token, start_token):
     """`max_length`, `end_token` and `start_token` checked, for `model`."""
     max_length = _check_max_length(model, max_length)
     if end_token is not None:
-        end_token = validation.int_in_range("end_token", end_token, 0)
+        end_token = argument_checks.int_in_range("end_token", end_token, 0)
         if end_token == PAD:
-            raise validation.invalid("end_token", "an id other than PAD (0), or None", end_token)
-    start_token = validation.int_in_range("start_token", start_token, 0)
+            raise argument_checks.invalid(
+                "end_token", "an id other than PAD (0), or None", end_token
+            )
+    start_token = argument_checks.int_in_range("start_token", start_token, 0)
     if end_token is not None and end_token == start_token:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "end_token", f"an id other than `start_token` ({start_token})", end_token
         )
     return max_length, end_token, start_token
@@ -793,17 +797,17 @@ def _check_tokens(model, max_length, end_token, start_token):
 
 def _check_beam_width(beam_width, name="beam_width"):
     """`K`, a positive int no larger than `MAX_BEAM_WIDTH` (`name`: the argument to name)."""
-    return validation.positive_int(name, beam_width, MAX_BEAM_WIDTH)
+    return argument_checks.positive_int(name, beam_width, MAX_BEAM_WIDTH)
 
 
 def _check_penalties(length_penalty, coverage_penalty):
     """(α, β), both finite and ≥ 0: the rules of any model (`keras_seq.models.Beam` too)."""
-    alpha = validation.finite_float("length_penalty", length_penalty)
+    alpha = argument_checks.finite_float("length_penalty", length_penalty)
     if alpha < 0:
-        raise validation.invalid("length_penalty", "a number ≥ 0", length_penalty)
-    beta = validation.finite_float("coverage_penalty", coverage_penalty)
+        raise argument_checks.invalid("length_penalty", "a number ≥ 0", length_penalty)
+    beta = argument_checks.finite_float("coverage_penalty", coverage_penalty)
     if beta < 0:
-        raise validation.invalid("coverage_penalty", "a number ≥ 0", coverage_penalty)
+        raise argument_checks.invalid("coverage_penalty", "a number ≥ 0", coverage_penalty)
     return alpha, beta
 
 
@@ -816,7 +820,7 @@ def _check_beam_penalties(model, length_penalty, coverage_penalty):
 
 
 def _no_attention(model, coverage_penalty):
-    return validation.invalid(
+    return argument_checks.invalid(
         "coverage_penalty",
         f"0 for a model without attention ({type(model).__name__} has no attention weights "
         "to measure coverage with)",
@@ -826,16 +830,16 @@ def _no_attention(model, coverage_penalty):
 
 def _check_sampling(temperature, top_k, top_p):
     """(T, k, p) checked: T > 0 finite, k a positive int or None, p in (0, 1] or None."""
-    temperature = validation.positive_float("temperature", temperature)
+    temperature = argument_checks.positive_float("temperature", temperature)
     if top_k is not None:
-        top_k = validation.positive_int("top_k", top_k)
+        top_k = argument_checks.positive_int("top_k", top_k)
     if top_p is not None:
         if (
             isinstance(top_p, bool)
             or not isinstance(top_p, numbers.Real)
             or not 0.0 < float(top_p) <= 1.0
         ):
-            raise validation.invalid("top_p", "a number in (0, 1], or None", top_p)
+            raise argument_checks.invalid("top_p", "a number in (0, 1], or None", top_p)
         top_p = float(top_p)
         if top_p == 1.0:
             top_p = None  # the nucleus of probability 1 is every token
@@ -845,23 +849,25 @@ def _check_sampling(temperature, top_k, top_p):
 def _check_options_of(method, beam_width, coverage_penalty, temperature, top_k, top_p, seed):
     """Options of one method given with another are refused, not silently ignored."""
     if method != "beam" and beam_width != 1:
-        raise validation.invalid("beam_width", f"1 for method {method!r}", beam_width)
+        raise argument_checks.invalid("beam_width", f"1 for method {method!r}", beam_width)
     if method != "beam" and coverage_penalty != 0:
-        raise validation.invalid("coverage_penalty", f"0 for method {method!r}", coverage_penalty)
+        raise argument_checks.invalid(
+            "coverage_penalty", f"0 for method {method!r}", coverage_penalty
+        )
     if method != "sample":
         defaults = {"temperature": (temperature, 1.0), "top_k": (top_k, None)}
         defaults.update({"top_p": (top_p, None), "seed": (seed, None)})
         for name, (value, default) in defaults.items():
             if value != default or isinstance(value, bool):
                 shown = "None" if default is None else str(default)
-                raise validation.invalid(name, f"{shown} unless method='sample'", value)
+                raise argument_checks.invalid(name, f"{shown} unless method='sample'", value)
 
 
 def _seed_value(seed):
     """A Python seed in [0, MAX_SEED]: `seed` checked, or a random one for None."""
     if seed is None:
         return int(np.random.default_rng().integers(MAX_SEED + 1))
-    return validation.int_in_range("seed", seed, 0, MAX_SEED)
+    return argument_checks.int_in_range("seed", seed, 0, MAX_SEED)
 
 
 def _seed_tensor(seed):
@@ -872,7 +878,7 @@ def _seed_tensor(seed):
         dtype = keras.backend.standardize_dtype(seed.dtype)
         if "int" in dtype and tuple(seed.shape) == ():
             return ops.cast(seed, "int32")
-    raise validation.invalid(
+    raise argument_checks.invalid(
         "seed", f"an integer in [0, {MAX_SEED}], an integer scalar tensor, or None", seed
     )
 

@@ -30,7 +30,7 @@ import numbers
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.base import FramesSpec
 
 MAX_KERNEL_SIZE = 15
@@ -103,9 +103,9 @@ def conv_lstm_predictor(
           (arXiv:1506.04214).
     """
     length, height, width, channels = _frames_shape(input_shape)
-    output_frames = validation.positive_int("output_frames", output_frames, 1000)
-    filters = validation.positive_int("filters", filters, validation.MAX_UNITS)
-    num_layers = validation.positive_int("num_layers", num_layers, MAX_LAYERS)
+    output_frames = argument_checks.positive_int("output_frames", output_frames, 1000)
+    filters = argument_checks.positive_int("filters", filters, argument_checks.MAX_UNITS)
+    num_layers = argument_checks.positive_int("num_layers", num_layers, MAX_LAYERS)
     kernel_size = _odd_kernel("kernel_size", kernel_size)
     head_kernel_size = _odd_kernel("head_kernel_size", head_kernel_size)
 
@@ -177,8 +177,8 @@ def frame_lstm_predictor(input_shape, output_frames, *, units, name="frame_lstm_
         - Shi et al., "Convolutional LSTM Network", NeurIPS 2015.
     """
     length, height, width, channels = _frames_shape(input_shape)
-    output_frames = validation.positive_int("output_frames", output_frames, 1000)
-    units = validation.positive_int("units", units, validation.MAX_UNITS)
+    output_frames = argument_checks.positive_int("output_frames", output_frames, 1000)
+    units = argument_checks.positive_int("units", units, argument_checks.MAX_UNITS)
     pixels = height * width * channels
 
     frames = keras.Input(shape=(length, height, width, channels), name="frames")
@@ -239,9 +239,9 @@ def matched_units(parameters, input_shape, output_frames):
     >>> budget, units, frame_lstm_parameters((5, 16, 16, 1), 5, units)
     (29797, 12, 29552)
     """
-    parameters = validation.positive_int("parameters", parameters)
+    parameters = argument_checks.positive_int("parameters", parameters)
     _, height, width, channels = _frames_shape(input_shape)
-    output_frames = validation.positive_int("output_frames", output_frames, 1000)
+    output_frames = argument_checks.positive_int("output_frames", output_frames, 1000)
     pixels = height * width * channels
     a, b, c = 4, 4 * (pixels + 1) + output_frames * pixels, output_frames * pixels - parameters
     root = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
@@ -259,9 +259,9 @@ def _time_major(maps, output_frames, height, width, channels):
 
 
 def _odd_kernel(name, value):
-    value = validation.positive_int(name, value, MAX_KERNEL_SIZE)
+    value = argument_checks.positive_int(name, value, MAX_KERNEL_SIZE)
     if value % 2 == 0:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             name, f"an odd integer from 1 to {MAX_KERNEL_SIZE} (a kernel with a centre)", value
         )
     return value
@@ -278,7 +278,7 @@ def _frames_shape(input_shape):
             for side in input_shape
         )
     ):
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "input_shape",
             "(frames, height, width, channels) as positive integers, or a FramesSpec",
             input_shape,

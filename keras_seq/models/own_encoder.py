@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 ENCODER_OUTPUTS = ("memory", "state")
 
@@ -26,7 +26,7 @@ def encoder_model(encoder, what):
     if isinstance(encoder, dict):  # from a config: a serialized functional model
         encoder = keras.saving.deserialize_keras_object(encoder)
     if not isinstance(encoder, keras.Model):
-        raise validation.invalid("encoder", what, encoder)
+        raise argument_checks.invalid("encoder", what, encoder)
     return encoder
 
 
@@ -36,7 +36,7 @@ def encoder_outputs(encoder):
     outputs = encoder.output
     if not isinstance(outputs, dict) or not outputs or set(outputs) - set(ENCODER_OUTPUTS):
         got = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "encoder", "a model whose output is a dict of 'memory' and/or 'state'", got
         )
     return outputs
@@ -69,14 +69,16 @@ class OwnEncoder:
         inputs = self._given_encoder[0].inputs
         if len(inputs) != 1 or len(inputs[0].shape) != 2:
             shapes = [tuple(tensor.shape) for tensor in inputs]
-            raise validation.invalid("encoder", "one input of (batch, S) source ids", shapes)
+            raise argument_checks.invalid("encoder", "one input of (batch, S) source ids", shapes)
         memory = outputs.get("memory")
         if memory_reason is not None and memory is None:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "encoder", f"a 'memory' output (batch, S, d_enc) {memory_reason}", sorted(outputs)
             )
         if memory is not None and len(memory.shape) != 3:
-            raise validation.invalid("encoder", "'memory' of shape (batch, S, d_enc)", memory.shape)
+            raise argument_checks.invalid(
+                "encoder", "'memory' of shape (batch, S, d_enc)", memory.shape
+            )
         return outputs
 
     def _embedding(self, role, vocab):

@@ -37,7 +37,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import CECLSTM, PointerAttention
 from keras_seq.layers.cells import states_per_layer
 from keras_seq.models.own_encoder import encoder_model, encoder_outputs
@@ -131,7 +131,7 @@ class ShiftRight(keras.layers.Layer):
 
     def __init__(self, learned_start=True, start_initializer="random_normal", **kwargs):
         super().__init__(**kwargs)
-        self.learned_start = validation.boolean("learned_start", learned_start)
+        self.learned_start = argument_checks.boolean("learned_start", learned_start)
         self.start_initializer = keras.initializers.get(start_initializer)
 
     def build(self, input_shape):
@@ -309,7 +309,7 @@ class PointerNetwork(keras.Model):
         # before anything is allocated (at most 4 gate blocks, kernel, recurrent kernel
         # and two biases).
         for role in ("encoder", "decoder"):
-            validation.parameter_budget(role, 4 * units * (input_features + units + 2))
+            argument_checks.parameter_budget(role, 4 * units * (input_features + units + 2))
 
         own_encoder = encoder is not None
         if own_encoder:
@@ -402,8 +402,8 @@ class PointerNetwork(keras.Model):
         """
         if exclude_chosen is None:
             exclude_chosen = self.exclude_chosen
-        exclude_chosen = validation.boolean("exclude_chosen", exclude_chosen)
-        return_probabilities = validation.boolean("return_probabilities", return_probabilities)
+        exclude_chosen = argument_checks.boolean("exclude_chosen", exclude_chosen)
+        return_probabilities = argument_checks.boolean("return_probabilities", return_probabilities)
         shape = tuple(ops.shape(sequence))
         if len(shape) != 3 or shape[1] == 0 or shape[2] != self.input_features:
             raise ValueError(
@@ -412,7 +412,9 @@ class PointerNetwork(keras.Model):
             )
         batch, n = int(shape[0]), int(shape[1])
         num_steps = n if num_steps is None else num_steps
-        num_steps = validation.positive_int("num_steps", num_steps, n if exclude_chosen else None)
+        num_steps = argument_checks.positive_int(
+            "num_steps", num_steps, n if exclude_chosen else None
+        )
 
         sequence = ops.convert_to_tensor(sequence, dtype=self.compute_dtype)
         encoder = self.get_layer(self.encoder_name)
@@ -448,12 +450,12 @@ class PointerNetwork(keras.Model):
 def network_arguments(input_features, units, cell, exclude_chosen):
     """The network's own arguments, each checked (`ValueError` naming it), by name."""
     return {
-        "input_features": validation.positive_int(
+        "input_features": argument_checks.positive_int(
             "input_features", input_features, MAX_INPUT_FEATURES
         ),
-        "units": validation.positive_int("units", units, validation.MAX_UNITS),
-        "cell": validation.one_of("cell", cell, CELLS),
-        "exclude_chosen": validation.boolean("exclude_chosen", exclude_chosen),
+        "units": argument_checks.positive_int("units", units, argument_checks.MAX_UNITS),
+        "cell": argument_checks.one_of("cell", cell, CELLS),
+        "exclude_chosen": argument_checks.boolean("exclude_chosen", exclude_chosen),
     }
 
 
@@ -464,7 +466,7 @@ def check_initial_state(shapes, cell, units):
     shapes = [tuple(shape) for shape in (shapes if listed else [shapes])]
     wanted = states_per_layer(cell)
     if len(shapes) != wanted or any(shape[1:] != (units,) for shape in shapes):
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "encoder",
             f"a 'state' of the {cell} decoder's {wanted} state tensor(s), each (batch, {units})",
             shapes,
@@ -475,9 +477,9 @@ def _check_encoder(encoder, cell, units):
     """Refuses an encoder model of one's own that cannot feed the pointer decoder."""
     outputs = encoder_outputs(encoder)
     if "memory" not in outputs:
-        raise validation.invalid("encoder", "a 'memory' output (batch, n, d)", sorted(outputs))
+        raise argument_checks.invalid("encoder", "a 'memory' output (batch, n, d)", sorted(outputs))
     if len(outputs["memory"].shape) != 3:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "encoder", "'memory' of shape (batch, n, d)", tuple(outputs["memory"].shape)
         )
     state = outputs.get("state")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.models.compiling import check_one_vector_target
 from keras_seq.tasks.base import SequenceSpec, TargetSpec
 
@@ -56,8 +56,8 @@ def recurrent_model(layer, inputs, targets, *, embedding_dim=DEFAULT_EMBEDDING_D
         )
     check_one_vector_target(targets)
     if inputs.kind == "tokens":
-        embedding_dim = validation.positive_int(
-            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        embedding_dim = argument_checks.positive_int(
+            "embedding_dim", embedding_dim, argument_checks.MAX_UNITS
         )
 
     sequence = keras.Input(shape=inputs.shape, dtype=inputs.dtype, name="sequence")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers.cells import (
     cell_parameter_count,
     check_cell,
@@ -133,7 +133,7 @@ class RNNSeq2Seq(Seq2Seq):
         self._set_decoder_arguments(
             cell, units, num_layers, attention, attention_units, input_feeding, embedding_dim
         )
-        self.bidirectional = validation.boolean("bidirectional", bidirectional)
+        self.bidirectional = argument_checks.boolean("bidirectional", bidirectional)
         super().__init__(
             source_vocab_size,
             target_vocab_size,
@@ -149,23 +149,23 @@ class RNNSeq2Seq(Seq2Seq):
     ):
         """Checks and keeps the decoder's arguments (shared with `AssembledSeq2Seq`)."""
         self.cell = check_cell(cell)
-        self.units = validation.positive_int("units", units, validation.MAX_UNITS)
-        self.num_layers = validation.positive_int("num_layers", num_layers, MAX_LAYERS)
+        self.units = argument_checks.positive_int("units", units, argument_checks.MAX_UNITS)
+        self.num_layers = argument_checks.positive_int("num_layers", num_layers, MAX_LAYERS)
         self.attention = check_attention(attention)
         if attention_units is not None:
-            attention_units = validation.positive_int(
-                "attention_units", attention_units, validation.MAX_UNITS
+            attention_units = argument_checks.positive_int(
+                "attention_units", attention_units, argument_checks.MAX_UNITS
             )
             if self.attention not in ("bahdanau", "luong_concat"):
-                raise validation.invalid(
+                raise argument_checks.invalid(
                     "attention_units",
                     "None unless `attention` is 'bahdanau' or 'luong_concat'",
                     attention_units,
                 )
         self.attention_units = attention_units
         self.input_feeding = check_input_feeding(input_feeding, self.attention)
-        self.embedding_dim = validation.positive_int(
-            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        self.embedding_dim = argument_checks.positive_int(
+            "embedding_dim", embedding_dim, argument_checks.MAX_UNITS
         )
 
     def _make_decoder(self):
@@ -183,14 +183,14 @@ class RNNSeq2Seq(Seq2Seq):
 
     def _check_arguments(self):
         if self.bidirectional and self.units % 2:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "units",
                 "an even number with bidirectional=True (each direction has units // 2, so "
                 "that the two together match the decoder)",
                 self.units,
             )
         self._check_budgets(self.units)
-        validation.parameter_budget(
+        argument_checks.parameter_budget(
             "encoder",
             self.num_layers
             * cell_parameter_count(self.cell, max(self.embedding_dim, self.units), self.units),

@@ -10,7 +10,7 @@ search, `Translator` and SavedModel export take either.
 
 from __future__ import annotations
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers.cells import check_cell
 from keras_seq.layers.recurrent_decoder import check_attention, check_input_feeding
 from keras_seq.models.rnn_seq2seq import RNNSeq2Seq
@@ -81,7 +81,7 @@ def seq2seq(
           Neural Machine Translation", EMNLP 2015.
         - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
     """
-    architecture = validation.one_of("architecture", architecture, ARCHITECTURES)
+    architecture = argument_checks.one_of("architecture", architecture, ARCHITECTURES)
     shared = {
         "num_layers": num_layers,
         "embedding_dim": embedding_dim,
@@ -120,11 +120,11 @@ def seq2seq(
 
 def _check_ignored_transformer_arguments(num_heads, ff_dim, norm_first, max_length, positions):
     """An RNN ignores these, but refuses a value no model could take."""
-    validation.positive_int("num_heads", num_heads, validation.MAX_UNITS)
-    validation.positive_int("ff_dim", ff_dim, validation.MAX_UNITS)
-    validation.boolean("norm_first", norm_first)
-    validation.positive_int("max_length", max_length, 2**20)
-    validation.one_of("positions", positions, POSITIONS)
+    argument_checks.positive_int("num_heads", num_heads, argument_checks.MAX_UNITS)
+    argument_checks.positive_int("ff_dim", ff_dim, argument_checks.MAX_UNITS)
+    argument_checks.boolean("norm_first", norm_first)
+    argument_checks.positive_int("max_length", max_length, 2**20)
+    argument_checks.one_of("positions", positions, POSITIONS)
 
 
 def _check_ignored_rnn_arguments(
@@ -132,17 +132,17 @@ def _check_ignored_rnn_arguments(
 ):
     """A Transformer ignores these, and refuses the attention and direction it cannot honour."""
     check_cell(cell)
-    validation.positive_int("units", units, validation.MAX_UNITS)
-    validation.boolean("bidirectional", bidirectional)
+    argument_checks.positive_int("units", units, argument_checks.MAX_UNITS)
+    argument_checks.boolean("bidirectional", bidirectional)
     check_attention(attention)
     check_input_feeding(input_feeding, attention)
     for argument, value in (("attention", attention), ("attention_units", attention_units)):
         if value is not None:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 argument, "None with architecture='transformer' (it attends by design)", value
             )
     if bidirectional:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "bidirectional",
             "False with architecture='transformer' (its encoder already reads both ways)",
             bidirectional,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import ReverseWithinLength
 
 # The reserved ids of `keras_seq.tasks.Vocabulary`, the same in every vocabulary.
@@ -53,7 +53,7 @@ MAX_LAYERS = 64
 
 def vocab_size(name, value):
     """`value` if it is a vocabulary size (the 4 reserved ids and more), else raises."""
-    return validation.int_in_range(name, value, 4, MAX_VOCABULARY)
+    return argument_checks.int_in_range(name, value, 4, MAX_VOCABULARY)
 
 
 class Seq2Seq(keras.Model):
@@ -124,8 +124,8 @@ class Seq2Seq(keras.Model):
         # === Validation, before any weight exists ===
         self.source_vocab_size = vocab_size("source_vocab_size", source_vocab_size)
         self.target_vocab_size = vocab_size("target_vocab_size", target_vocab_size)
-        self.reverse_source = validation.boolean("reverse_source", reverse_source)
-        self.dropout = validation.rate("dropout", dropout)
+        self.reverse_source = argument_checks.boolean("reverse_source", reverse_source)
+        self.dropout = argument_checks.rate("dropout", dropout)
         self._check_arguments()
 
         kwargs.setdefault("name", "seq2seq")
@@ -161,9 +161,9 @@ class Seq2Seq(keras.Model):
         projection maps `output_width` features to the target vocabulary.
         """
         for role, vocab in (("source", self.source_vocab_size), ("target", self.target_vocab_size)):
-            validation.parameter_budget(f"{role}_embedding", vocab * self.embedding_dim)
+            argument_checks.parameter_budget(f"{role}_embedding", vocab * self.embedding_dim)
         projection = (output_width + 1) * self.target_vocab_size
-        validation.parameter_budget("output_projection", projection)
+        argument_checks.parameter_budget("output_projection", projection)
 
     def _embedding(self, role, vocab):
         """The `role` side's token embedding (`source_embedding` or `target_embedding`)."""

@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.models import decoding
 
 
@@ -255,14 +255,14 @@ def from_config(config: dict[str, Any]) -> Greedy | Beam | Sample:
     Beam(width=2, length_penalty=0.6, coverage_penalty=0.0)
     """
     if not isinstance(config, dict):
-        raise validation.invalid("config", "a dict with a 'method' key", config)
+        raise argument_checks.invalid("config", "a dict with a 'method' key", config)
     fields = dict(config)
-    method = validation.one_of("method", fields.pop("method", None), tuple(STRATEGIES))
+    method = argument_checks.one_of("method", fields.pop("method", None), tuple(STRATEGIES))
     strategy = STRATEGIES[method]
     known = {field.name for field in dataclasses.fields(strategy)}
     unknown = sorted(set(fields) - known)
     if unknown:
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "config", f"only the fields {sorted(known)} for method {method!r}", config
         )
     return strategy(**fields)
@@ -285,13 +285,13 @@ def exportable(strategy: Any, model: Any = None) -> Greedy | Beam:
     if isinstance(strategy, (Greedy, Beam)):
         return strategy
     if isinstance(strategy, Sample):
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "decoding",
             "Greedy() or Beam(...) (an exported translator decodes deterministically: "
             "sample in Python with Translator.translate(texts, **Sample(...).keywords()))",
             strategy,
         )
-    raise validation.invalid(
+    raise argument_checks.invalid(
         "decoding", "keras_seq.models.Greedy() or keras_seq.models.Beam(...)", strategy
     )
 

@@ -18,7 +18,7 @@ import numbers
 
 import keras
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import (
     ClassToken,
     ClassTokenPooling,
@@ -111,18 +111,24 @@ def transformer_classifier(
         - Devlin et al., "BERT: Pre-training of Deep Bidirectional
           Transformers for Language Understanding", NAACL 2019.
     """
-    vocab_size = validation.int_in_range("vocab_size", vocab_size, 2, validation.MAX_LAYER_PARAMS)
-    max_length = validation.positive_int("max_length", max_length, validation.MAX_LAYER_PARAMS)
-    num_classes = validation.int_in_range("num_classes", num_classes, 2, validation.MAX_UNITS)
+    vocab_size = argument_checks.int_in_range(
+        "vocab_size", vocab_size, 2, argument_checks.MAX_LAYER_PARAMS
+    )
+    max_length = argument_checks.positive_int(
+        "max_length", max_length, argument_checks.MAX_LAYER_PARAMS
+    )
+    num_classes = argument_checks.int_in_range(
+        "num_classes", num_classes, 2, argument_checks.MAX_UNITS
+    )
     embedding_dim, num_layers, num_heads, ff_dim = _check_stack(
         embedding_dim, num_layers, num_heads, ff_dim
     )
-    pooling = validation.one_of("pooling", pooling, POOLINGS)
-    positions = validation.one_of("positions", positions, POSITIONS)
-    norm_first = validation.boolean("norm_first", norm_first)
-    dropout = validation.rate("dropout", dropout)
-    mask_zero = validation.boolean("mask_zero", mask_zero)
-    validation.parameter_budget("token_embedding", vocab_size * embedding_dim)
+    pooling = argument_checks.one_of("pooling", pooling, POOLINGS)
+    positions = argument_checks.one_of("positions", positions, POSITIONS)
+    norm_first = argument_checks.boolean("norm_first", norm_first)
+    dropout = argument_checks.rate("dropout", dropout)
+    mask_zero = argument_checks.boolean("mask_zero", mask_zero)
+    argument_checks.parameter_budget("token_embedding", vocab_size * embedding_dim)
 
     tokens = keras.Input(shape=(max_length,), dtype="int32", name="tokens")
     embedding = keras.layers.Embedding(
@@ -219,13 +225,15 @@ def vision_transformer(
         - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
     """
     height, width, channels = _image_shape(image_shape)
-    patch_size = validation.positive_int("patch_size", patch_size, validation.MAX_UNITS)
+    patch_size = argument_checks.positive_int("patch_size", patch_size, argument_checks.MAX_UNITS)
     embedding_dim, num_layers, num_heads, ff_dim = _check_stack(
         embedding_dim, num_layers, num_heads, ff_dim
     )
-    num_classes = validation.int_in_range("num_classes", num_classes, 2, validation.MAX_UNITS)
-    dropout = validation.rate("dropout", dropout)
-    layer_norm_epsilon = validation.positive_float("layer_norm_epsilon", layer_norm_epsilon)
+    num_classes = argument_checks.int_in_range(
+        "num_classes", num_classes, 2, argument_checks.MAX_UNITS
+    )
+    dropout = argument_checks.rate("dropout", dropout)
+    layer_norm_epsilon = argument_checks.positive_float("layer_norm_epsilon", layer_norm_epsilon)
     if height % patch_size or width % patch_size:
         raise ValueError(
             f"Received an invalid value for argument `patch_size`, expected a divisor of the "
@@ -266,10 +274,12 @@ def _encoder_stack(x, num_layers, num_heads, ff_dim, dropout, norm_first, activa
 
 
 def _check_stack(embedding_dim, num_layers, num_heads, ff_dim):
-    embedding_dim = validation.positive_int("embedding_dim", embedding_dim, validation.MAX_UNITS)
-    num_layers = validation.positive_int("num_layers", num_layers, 1000)
-    num_heads = validation.positive_int("num_heads", num_heads, validation.MAX_UNITS)
-    ff_dim = validation.positive_int("ff_dim", ff_dim, validation.MAX_UNITS)
+    embedding_dim = argument_checks.positive_int(
+        "embedding_dim", embedding_dim, argument_checks.MAX_UNITS
+    )
+    num_layers = argument_checks.positive_int("num_layers", num_layers, 1000)
+    num_heads = argument_checks.positive_int("num_heads", num_heads, argument_checks.MAX_UNITS)
+    ff_dim = argument_checks.positive_int("ff_dim", ff_dim, argument_checks.MAX_UNITS)
     if embedding_dim % num_heads:
         raise ValueError(
             f"Received an invalid value for argument `num_heads`, expected a divisor of "
@@ -290,7 +300,7 @@ def _image_shape(image_shape):
             for side in image_shape
         )
     ):
-        raise validation.invalid(
+        raise argument_checks.invalid(
             "image_shape",
             "(height, width, channels) as positive integers, or an ImageSpec",
             image_shape,

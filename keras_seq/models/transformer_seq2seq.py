@@ -26,7 +26,7 @@ import math
 import keras
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.layers import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
@@ -45,15 +45,17 @@ def decoder_arguments(
 ):
     """The Transformer's own arguments, each checked (`ValueError` naming it), by name."""
     return {
-        "num_layers": validation.positive_int("num_layers", num_layers, MAX_LAYERS),
-        "embedding_dim": validation.positive_int(
-            "embedding_dim", embedding_dim, validation.MAX_UNITS
+        "num_layers": argument_checks.positive_int("num_layers", num_layers, MAX_LAYERS),
+        "embedding_dim": argument_checks.positive_int(
+            "embedding_dim", embedding_dim, argument_checks.MAX_UNITS
         ),
-        "num_heads": validation.positive_int("num_heads", num_heads, validation.MAX_UNITS),
-        "ff_dim": validation.positive_int("ff_dim", ff_dim, validation.MAX_UNITS),
-        "norm_first": validation.boolean("norm_first", norm_first),
-        "max_length": validation.positive_int("max_length", max_length, 2**20),
-        "positions": validation.one_of("positions", positions, POSITIONS),
+        "num_heads": argument_checks.positive_int(
+            "num_heads", num_heads, argument_checks.MAX_UNITS
+        ),
+        "ff_dim": argument_checks.positive_int("ff_dim", ff_dim, argument_checks.MAX_UNITS),
+        "norm_first": argument_checks.boolean("norm_first", norm_first),
+        "max_length": argument_checks.positive_int("max_length", max_length, 2**20),
+        "positions": argument_checks.one_of("positions", positions, POSITIONS),
     }
 
 
@@ -162,7 +164,9 @@ class TransformerSeq2Seq(Seq2Seq):
             )
         self._check_budgets(self.embedding_dim)
         if self.positions == "learned":
-            validation.parameter_budget("position_embedding", self.max_length * self.embedding_dim)
+            argument_checks.parameter_budget(
+                "position_embedding", self.max_length * self.embedding_dim
+            )
 
     def _make_layers(self):
         self._make_encoder_layers()

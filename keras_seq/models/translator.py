@@ -41,7 +41,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.models import decoding, strategies
 from keras_seq.tasks.subword import WORD_BOUNDARY, SubwordVocabulary
 from keras_seq.tasks.subword_graph import tf_subword_encoder
@@ -256,12 +256,12 @@ class Translator(keras.Model):
         """
         single = isinstance(texts, str)
         texts = _texts([texts] if single else texts)
-        beam_width = validation.positive_int("beam_width", beam_width, decoding.MAX_BEAM_WIDTH)
-        return_attention = validation.boolean("return_attention", return_attention)
-        batch_size = validation.positive_int("batch_size", batch_size)
+        beam_width = argument_checks.positive_int("beam_width", beam_width, decoding.MAX_BEAM_WIDTH)
+        return_attention = argument_checks.boolean("return_attention", return_attention)
+        batch_size = argument_checks.positive_int("batch_size", batch_size)
         if method is None:
             method = "greedy" if beam_width == 1 else "beam"
-        method = validation.one_of("method", method, decoding.METHODS)
+        method = argument_checks.one_of("method", method, decoding.METHODS)
         # compile_decoder refuses the options of one method given with another.
         options = {
             "beam_width": beam_width,
@@ -422,7 +422,7 @@ class Translator(keras.Model):
         import tensorflow as tf
 
         path = os.path.abspath(os.fspath(path))
-        overwrite = validation.boolean("overwrite", overwrite)
+        overwrite = argument_checks.boolean("overwrite", overwrite)
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(
                 f"Received an invalid value for argument `path`: {path!r} already exists; "
@@ -598,7 +598,7 @@ def _vocabulary(name, value):
         return value
     if isinstance(value, dict):
         return Vocabulary.from_config(value)
-    raise validation.invalid(name, "a keras_seq.tasks.Vocabulary or its config dict", value)
+    raise argument_checks.invalid(name, "a keras_seq.tasks.Vocabulary or its config dict", value)
 
 
 def _check_sizes(model, source_vocabulary, target_vocabulary):
@@ -619,7 +619,7 @@ def _check_sizes(model, source_vocabulary, target_vocabulary):
 
 def _texts(texts):
     if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
-        raise validation.invalid("texts", "a string or a list of strings", texts)
+        raise argument_checks.invalid("texts", "a string or a list of strings", texts)
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise ValueError(

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.vocabulary import Vocabulary
 
 INPUT_KINDS = ("numeric", "tokens")
@@ -62,13 +62,13 @@ class SequenceSpec:
     vocab_size: int | None = None
 
     def __post_init__(self):
-        validation.one_of("kind", self.kind, INPUT_KINDS)
-        validation.positive_int("length", self.length)
+        argument_checks.one_of("kind", self.kind, INPUT_KINDS)
+        argument_checks.positive_int("length", self.length)
         if self.kind == "numeric":
-            validation.positive_int("features", self.features)
+            argument_checks.positive_int("features", self.features)
             _must_be_none("vocab_size", self.vocab_size, self.kind)
         else:
-            validation.positive_int("vocab_size", self.vocab_size)
+            argument_checks.positive_int("vocab_size", self.vocab_size)
             _must_be_none("features", self.features, self.kind)
 
     @property
@@ -111,9 +111,9 @@ class ImageSpec:
     channels: int = 1
 
     def __post_init__(self):
-        validation.positive_int("height", self.height)
-        validation.positive_int("width", self.width)
-        validation.positive_int("channels", self.channels)
+        argument_checks.positive_int("height", self.height)
+        argument_checks.positive_int("width", self.width)
+        argument_checks.positive_int("channels", self.channels)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -156,10 +156,10 @@ class FramesSpec:
     channels: int = 1
 
     def __post_init__(self):
-        validation.positive_int("length", self.length)
-        validation.positive_int("height", self.height)
-        validation.positive_int("width", self.width)
-        validation.positive_int("channels", self.channels)
+        argument_checks.positive_int("length", self.length)
+        argument_checks.positive_int("height", self.height)
+        argument_checks.positive_int("width", self.width)
+        argument_checks.positive_int("channels", self.channels)
 
     @property
     def frame_shape(self) -> tuple[int, int, int]:
@@ -226,25 +226,25 @@ class TargetSpec:
     channels: int | None = None
 
     def __post_init__(self):
-        validation.one_of("kind", self.kind, TARGET_KINDS)
+        argument_checks.one_of("kind", self.kind, TARGET_KINDS)
         if self.kind == "classification":
-            validation.positive_int("num_classes", self.num_classes)
+            argument_checks.positive_int("num_classes", self.num_classes)
             if self.num_classes < 2:
                 raise ValueError(
                     "Received an invalid value for argument `num_classes`, expected an "
                     f"integer of at least 2, got {self.num_classes!r}."
                 )
         elif self.kind == "regression":
-            validation.positive_int("output_dim", self.output_dim)
+            argument_checks.positive_int("output_dim", self.output_dim)
         elif self.kind == "pointer":
-            validation.positive_int("num_positions", self.num_positions)
-            validation.positive_int("length", self.length)
+            argument_checks.positive_int("num_positions", self.num_positions)
+            argument_checks.positive_int("length", self.length)
         elif self.kind == "frames":
             for name in _TARGET_FIELDS["frames"]:
-                validation.positive_int(name, getattr(self, name))
+                argument_checks.positive_int(name, getattr(self, name))
         else:
-            validation.positive_int("vocab_size", self.vocab_size)
-            validation.positive_int("length", self.length)
+            argument_checks.positive_int("vocab_size", self.vocab_size)
+            argument_checks.positive_int("length", self.length)
         for name in (
             "num_classes",
             "output_dim",
@@ -537,7 +537,7 @@ MAX_ELEMENTS = 2**28
 
 def split_sizes(n, validation_split):
     """Returns `(validation_split, num_train, num_val)`, both splits at least 1."""
-    validation_split = validation.rate("validation_split", validation_split)
+    validation_split = argument_checks.rate("validation_split", validation_split)
     num_val = round(n * validation_split)
     if num_val < 1 or num_val > n - 1:
         raise ValueError(

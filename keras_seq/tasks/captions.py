@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.base import ImageSpec, TargetSpec, TaskData, check_size, split_sizes
 from keras_seq.tasks.images import SHAPE_NAMES, _draw
 from keras_seq.tasks.vocabulary import Vocabulary
@@ -109,12 +109,12 @@ def shape_captions(n, size=32, *, noise=0.05, validation_split=0.2, seed=0):
         - Xu et al., "Show, Attend and Tell: Neural Image Caption Generation
           with Visual Attention", ICML 2015.
     """
-    n = validation.positive_int("n", n)
-    size = validation.int_in_range("size", size, MIN_CAPTION_SIZE, MAX_CAPTION_SIZE)
+    n = argument_checks.positive_int("n", n)
+    size = argument_checks.int_in_range("size", size, MIN_CAPTION_SIZE, MAX_CAPTION_SIZE)
     check_size(n, size * size * 3, f"{size}×{size}×3 pixels")
-    noise = validation.rate("noise", noise)
+    noise = argument_checks.rate("noise", noise)
     validation_split, num_train, _ = split_sizes(n, validation_split)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
 
     rng = np.random.default_rng(seed)
     colour_names, size_names = list(COLOURS), list(SIZES)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.base import FramesSpec, TargetSpec, TaskData, check_size, split_sizes
 from keras_seq.tasks.images import SHAPE_NAMES, _draw
 
@@ -110,16 +110,16 @@ def moving_shapes(
         - Srivastava, Mansimov & Salakhutdinov, "Unsupervised Learning of
           Video Representations using LSTMs", ICML 2015 (arXiv:1502.04681).
     """
-    n = validation.positive_int("n", n)
-    size = validation.int_in_range("size", size, MIN_FRAME_SIZE, MAX_FRAME_SIZE)
-    frames = validation.int_in_range("frames", frames, 2, MAX_FRAMES)
-    predict = validation.int_in_range("predict", predict, 1, frames - 1)
-    num_shapes = validation.int_in_range("num_shapes", num_shapes, 1, MAX_SHAPES)
-    max_speed = validation.int_in_range("max_speed", max_speed, 1, MAX_SPEED)
+    n = argument_checks.positive_int("n", n)
+    size = argument_checks.int_in_range("size", size, MIN_FRAME_SIZE, MAX_FRAME_SIZE)
+    frames = argument_checks.int_in_range("frames", frames, 2, MAX_FRAMES)
+    predict = argument_checks.int_in_range("predict", predict, 1, frames - 1)
+    num_shapes = argument_checks.int_in_range("num_shapes", num_shapes, 1, MAX_SHAPES)
+    max_speed = argument_checks.int_in_range("max_speed", max_speed, 1, MAX_SPEED)
     check_size(n, frames * size * size, f"{frames} frames of {size}×{size} pixels")
-    noise = validation.rate("noise", noise)
+    noise = argument_checks.rate("noise", noise)
     validation_split, num_train, _ = split_sizes(n, validation_split)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
 
     rng = np.random.default_rng(seed)
     shape = (n, num_shapes)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq._extras import import_extra
 from keras_seq.tasks.base import ImageSpec, TargetSpec, TaskData, check_size, split_sizes
 
@@ -74,8 +74,8 @@ def digits(*, validation_split=0.2, seed=0):
         - Dosovitskiy et al., "An Image is Worth 16x16 Words: Transformers
           for Image Recognition at Scale", ICLR 2021 (arXiv:2010.11929, 2020).
     """
-    validation_split = validation.rate("validation_split", validation_split)
-    seed = validation.seed("seed", seed)
+    validation_split = argument_checks.rate("validation_split", validation_split)
+    seed = argument_checks.seed("seed", seed)
     datasets = import_extra("sklearn.datasets", "app", "keras_seq.tasks.digits", "scikit-learn")
     bunch = datasets.load_digits()
     images = (bunch.images / DIGITS_MAX_VALUE).astype(np.float32)[..., None]  # (n, 8, 8, 1)
@@ -164,12 +164,12 @@ def shapes(n, size, *, noise=0.1, validation_split=0.2, seed=0):
         - Dosovitskiy et al., "An Image is Worth 16x16 Words: Transformers
           for Image Recognition at Scale", ICLR 2021 (arXiv:2010.11929, 2020).
     """
-    n = validation.positive_int("n", n)
-    size = validation.int_in_range("size", size, MIN_SHAPE_SIZE, MAX_SHAPE_SIZE)
+    n = argument_checks.positive_int("n", n)
+    size = argument_checks.int_in_range("size", size, MIN_SHAPE_SIZE, MAX_SHAPE_SIZE)
     check_size(n, size * size, f"{size}×{size} pixels")
-    noise = validation.rate("noise", noise)
+    noise = argument_checks.rate("noise", noise)
     validation_split, num_train, _ = split_sizes(n, validation_split)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
 
     rng = np.random.default_rng(seed)
     num_classes = len(SHAPE_NAMES)

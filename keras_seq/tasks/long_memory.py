@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.base import (
     MAX_LENGTH,
     SequenceSpec,
@@ -74,11 +74,11 @@ def adding_problem(length, n, *, validation_split=0.2, seed=0):
         - Arjovsky, Shah & Bengio, "Unitary Evolution Recurrent Neural
           Networks", ICML 2016.
     """
-    length = validation.int_in_range("length", length, 2, MAX_LENGTH)
-    n = validation.positive_int("n", n)
+    length = argument_checks.int_in_range("length", length, 2, MAX_LENGTH)
+    n = argument_checks.positive_int("n", n)
     check_size(n, length * 2, f"length {length} x 2 features")
     validation_split, num_train, _ = split_sizes(n, validation_split)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
 
     rng = np.random.default_rng(seed)
     values = rng.random((n, length), dtype=np.float32)  # U(0, 1)
@@ -156,10 +156,10 @@ def long_lag(lag, n, *, num_distractors=8, encoding="one_hot", validation_split=
         - Hochreiter & Schmidhuber, "Long Short-Term Memory", Neural
           Computation 9(8), 1997, experiment 2.
     """
-    lag = validation.positive_int("lag", lag, MAX_LENGTH)
-    n = validation.positive_int("n", n)
-    num_distractors = validation.positive_int("num_distractors", num_distractors, 1000)
-    encoding = validation.one_of("encoding", encoding, ENCODINGS)
+    lag = argument_checks.positive_int("lag", lag, MAX_LENGTH)
+    n = argument_checks.positive_int("n", n)
+    num_distractors = argument_checks.positive_int("num_distractors", num_distractors, 1000)
+    encoding = argument_checks.one_of("encoding", encoding, ENCODINGS)
     vocab_size = num_distractors + 2
     one_hot = encoding == "one_hot"
     if one_hot:
@@ -167,7 +167,7 @@ def long_lag(lag, n, *, num_distractors=8, encoding="one_hot", validation_split=
     else:
         check_size(n, lag, f"lag {lag}")
     validation_split, num_train, _ = split_sizes(n, validation_split)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
 
     rng = np.random.default_rng(seed)
     labels = rng.permutation(np.arange(n) % 2).astype(np.int32)  # 0 = x, 1 = y

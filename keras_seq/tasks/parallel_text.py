@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.base import MAX_LENGTH, SequenceSpec, TargetSpec, TaskData, check_size
 from keras_seq.tasks.vocabulary import MAX_VOCAB_SIZE, Vocabulary, _tokenize
 
@@ -67,7 +67,7 @@ def read_parallel_text(path, *, malformed="raise"):
             pair, or has malformed lines and `malformed="raise"`.
     """
     path = _check_path(path)
-    malformed = validation.one_of("malformed", malformed, ("raise", "skip"))
+    malformed = argument_checks.one_of("malformed", malformed, ("raise", "skip"))
     too_large = (
         f"more than the {MAX_FILE_BYTES:,} bytes (MAX_FILE_BYTES) a parallel text file may "
         "hold. Split it or keep the sentences you need."
@@ -168,9 +168,9 @@ def split_pairs(pairs, validation_split=0.1, seed=0, *, lowercase=True):
         `(train_pairs, val_pairs)`, two lists, each in the order of `pairs`.
     """
     pairs = _check_pairs(pairs)
-    validation_split = validation.rate("validation_split", validation_split)
-    seed = validation.seed("seed", seed)
-    lowercase = validation.boolean("lowercase", lowercase)
+    validation_split = argument_checks.rate("validation_split", validation_split)
+    seed = argument_checks.seed("seed", seed)
+    lowercase = argument_checks.boolean("lowercase", lowercase)
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, (source, _) in enumerate(pairs):
         groups.setdefault(tuple(_tokenize(source, lowercase)), []).append(i)
@@ -247,7 +247,7 @@ def task_from_pairs(
     train_pairs = _check_pairs(train_pairs, "train_pairs")
     val_pairs = _check_pairs(val_pairs, "val_pairs")
     if max_vocab_size is not None:
-        max_vocab_size = validation.int_in_range(
+        max_vocab_size = argument_checks.int_in_range(
             "max_vocab_size", max_vocab_size, len(Vocabulary.SPECIAL_TOKENS) + 1, MAX_VOCAB_SIZE
         )
     build = _vocabulary_builder(tokenizer, vocab_size, max_vocab_size, min_count, lowercase)
@@ -350,16 +350,18 @@ def load_parallel_text(
     >>> task.source_vocabulary.tokenize("Go.")
     ['Go', '.']
     """
-    validation.rate("validation_split", validation_split)
-    validation.seed("seed", seed)
-    validation.boolean("lowercase", lowercase)
+    argument_checks.rate("validation_split", validation_split)
+    argument_checks.seed("seed", seed)
+    argument_checks.boolean("lowercase", lowercase)
     _vocabulary_builder(tokenizer, vocab_size, max_vocab_size, 1, lowercase)  # before reading
     limits = {}
     for name, value in (
         ("max_source_length", max_source_length),
         ("max_target_length", max_target_length),
     ):
-        limits[name] = None if value is None else validation.positive_int(name, value, MAX_LENGTH)
+        limits[name] = (
+            None if value is None else argument_checks.positive_int(name, value, MAX_LENGTH)
+        )
     pairs = read_parallel_text(path, malformed=malformed)
     kept = [
         (source, target)
@@ -406,15 +408,15 @@ def load_parallel_text(
 
 def _vocabulary_builder(tokenizer, vocab_size, max_vocab_size, min_count, lowercase):
     """`texts -> vocabulary` for `tokenizer`, its arguments checked now."""
-    tokenizer = validation.one_of("tokenizer", tokenizer, TOKENIZERS)
-    lowercase = validation.boolean("lowercase", lowercase)
+    tokenizer = argument_checks.one_of("tokenizer", tokenizer, TOKENIZERS)
+    lowercase = argument_checks.boolean("lowercase", lowercase)
     if tokenizer == "word":
         if vocab_size is not None:
             raise ValueError(
                 f"Received an invalid value for argument `vocab_size`: {vocab_size!r} is for "
                 'tokenizer="bpe" or "unigram"; a word vocabulary takes `max_vocab_size`.'
             )
-        min_count = validation.positive_int("min_count", min_count)
+        min_count = argument_checks.positive_int("min_count", min_count)
         return lambda texts: Vocabulary.build(
             texts, max_size=max_vocab_size, min_count=min_count, lowercase=lowercase
         )
@@ -430,7 +432,7 @@ def _vocabulary_builder(tokenizer, vocab_size, max_vocab_size, min_count, lowerc
             f"Received an invalid value for argument `max_vocab_size`: {max_vocab_size!r} is "
             f"for tokenizer='word'; tokenizer={tokenizer!r} takes `vocab_size`."
         )
-    vocab_size = validation.int_in_range(
+    vocab_size = argument_checks.int_in_range(
         "vocab_size", vocab_size, subword.MIN_VOCAB_SIZE, subword.MAX_VOCAB_SIZE
     )
     return lambda texts: subword.SubwordVocabulary.train(
@@ -444,7 +446,7 @@ def _fits(text, limit, lowercase):
 
 def _check_path(path):
     if not isinstance(path, (str, os.PathLike)):
-        raise validation.invalid("path", "a file path (str or os.PathLike)", path)
+        raise argument_checks.invalid("path", "a file path (str or os.PathLike)", path)
     path = Path(path)
     if not path.is_file():
         raise ValueError(
@@ -456,7 +458,7 @@ def _check_path(path):
 
 def _check_pairs(pairs, name="pairs") -> list[tuple[str, str]]:
     if isinstance(pairs, str) or not isinstance(pairs, (Sequence, Iterable)):
-        raise validation.invalid(name, "a list of (source, target) string pairs", pairs)
+        raise argument_checks.invalid(name, "a list of (source, target) string pairs", pairs)
     checked = []
     for i, pair in enumerate(pairs):
         if (
@@ -470,5 +472,5 @@ def _check_pairs(pairs, name="pairs") -> list[tuple[str, str]]:
             )
         checked.append((pair[0], pair[1]))
     if not checked:
-        raise validation.invalid(name, "at least one (source, target) pair", pairs)
+        raise argument_checks.invalid(name, "at least one (source, target) pair", pairs)
     return checked

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.base import (
     MAX_LENGTH,
     SequenceSpec,
@@ -68,12 +68,12 @@ def sort_numbers(length, n, *, validation_split=0.2, seed=0):
         - Vinyals, Bengio & Kudlur, "Order Matters: Sequence to Sequence for
           Sets", ICLR 2016.
     """
-    length = validation.int_in_range("length", length, 2, MAX_LENGTH)
-    n = validation.positive_int("n", n)
+    length = argument_checks.int_in_range("length", length, 2, MAX_LENGTH)
+    n = argument_checks.positive_int("n", n)
     # The int32 targets hold as many values as the float32 inputs.
     check_size(n, length, f"length {length}")
     validation_split, num_train, _ = split_sizes(n, validation_split)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
 
     rng = np.random.default_rng(seed)
     numbers = rng.random((n, length), dtype=np.float32)  # U(0, 1)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.base import (
     MAX_LENGTH,
     SequenceSpec,
@@ -47,7 +47,7 @@ def symbols(vocab_size):
     Returns:
         A list of `vocab_size` distinct strings.
     """
-    vocab_size = validation.positive_int("vocab_size", vocab_size, MAX_SYMBOLS)
+    vocab_size = argument_checks.positive_int("vocab_size", vocab_size, MAX_SYMBOLS)
     if vocab_size <= len(_LETTERS):
         return list(_LETTERS[:vocab_size])
     return [f"t{i}" for i in range(vocab_size)]
@@ -147,13 +147,13 @@ def reverse(length, n, *, vocab_size=10, min_length=1, validation_split=0.2, see
 
 
 def _symbol_task(name, length, n, vocab_size, min_length, validation_split, seed):
-    length = validation.positive_int("length", length, MAX_LENGTH)
-    n = validation.positive_int("n", n)
+    length = argument_checks.positive_int("length", length, MAX_LENGTH)
+    n = argument_checks.positive_int("n", n)
     tokens = symbols(vocab_size)
-    min_length = validation.int_in_range("min_length", min_length, 1, length)
+    min_length = argument_checks.int_in_range("min_length", min_length, 1, length)
     check_size(n, 2 * length + 1, f"length {length}, source and target")
     validation_split, num_train, _ = split_sizes(n, validation_split)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
 
     rng = np.random.default_rng(seed)
     lengths = rng.integers(min_length, length + 1, size=n)  # (n,), uniform in [min, max]

@@ -56,7 +56,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.vocabulary import Vocabulary
 
 MODEL_TYPES = ("bpe", "unigram")
@@ -95,7 +95,7 @@ def normalize(text: str, *, lowercase: bool = True) -> str:
     'je suis fatigué.'
     """
     if not isinstance(text, str):
-        raise validation.invalid("text", "a string", text)
+        raise argument_checks.invalid("text", "a string", text)
     text = unicodedata.normalize("NFC", text)
     if lowercase:
         text = text.lower()
@@ -132,11 +132,11 @@ class SubwordVocabulary(Vocabulary):
             try:
                 model = base64.b64decode(model.encode("ascii"), validate=True)
             except (ValueError, UnicodeEncodeError):
-                raise validation.invalid(
+                raise argument_checks.invalid(
                     "model", "a serialised SentencePiece model (bytes or base64 text)", model[:40]
                 ) from None
         if not isinstance(model, (bytes, bytearray)) or not model:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "model", "a serialised SentencePiece model (bytes or base64 text)", model
             )
         processor = spm.SentencePieceProcessor()
@@ -187,13 +187,13 @@ class SubwordVocabulary(Vocabulary):
             A `SubwordVocabulary` covering every character of the texts.
         """
         spm = _sentencepiece()
-        vocab_size = validation.int_in_range(
+        vocab_size = argument_checks.int_in_range(
             "vocab_size", vocab_size, MIN_VOCAB_SIZE, MAX_VOCAB_SIZE
         )
-        model_type = validation.one_of("model_type", model_type, MODEL_TYPES)
-        lowercase = validation.boolean("lowercase", lowercase)
+        model_type = argument_checks.one_of("model_type", model_type, MODEL_TYPES)
+        lowercase = argument_checks.boolean("lowercase", lowercase)
         if isinstance(texts, str) or not isinstance(texts, Iterable):
-            raise validation.invalid("texts", "an iterable of strings", texts)
+            raise argument_checks.invalid("texts", "an iterable of strings", texts)
         sentences = []
         for position, text in enumerate(texts):
             if not isinstance(text, str):
@@ -207,7 +207,7 @@ class SubwordVocabulary(Vocabulary):
             if text:
                 sentences.append(text)
         if not sentences:
-            raise validation.invalid("texts", "at least one non-empty text", texts)
+            raise argument_checks.invalid("texts", "at least one non-empty text", texts)
         model = io.BytesIO()
         try:
             spm.SentencePieceTrainer.Train(
@@ -263,13 +263,13 @@ class SubwordVocabulary(Vocabulary):
     def tokenize(self, text: str) -> list[str]:
         """The pieces of `text` (normalised first), "▁" marking the start of each word."""
         if not isinstance(text, str):
-            raise validation.invalid("text", "a string", text)
+            raise argument_checks.invalid("text", "a string", text)
         return self._processor.EncodeAsPieces(normalize(text, lowercase=self.lowercase))
 
     def encode(self, text: str, *, add_end: bool = False) -> list[int]:
         """The ids of the pieces of `text`; characters training never saw become UNK."""
         if not isinstance(text, str):
-            raise validation.invalid("text", "a string", text)
+            raise argument_checks.invalid("text", "a string", text)
         ids = list(self._processor.EncodeAsIds(normalize(text, lowercase=self.lowercase)))
         if add_end:
             ids.append(self.END)
@@ -283,7 +283,7 @@ class SubwordVocabulary(Vocabulary):
         attached ("je suis fatigué."); UNK reads `"<unk>"`.
         """
         if hasattr(ids, "ndim") and ids.ndim != 1:
-            raise validation.invalid("ids", "a 1-D sequence of token ids", ids)
+            raise argument_checks.invalid("ids", "a 1-D sequence of token ids", ids)
         kept = self._content_ids(ids)
         # SentencePiece writes UNK as " ⁇ "; write it as every vocabulary does.
         unknown = self.SPECIAL_TOKENS[self.UNK]
@@ -327,7 +327,7 @@ class SubwordVocabulary(Vocabulary):
             or not isinstance(config.get("subword"), dict)
             or set(config["subword"]) != {"model"}
         ):
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "config", 'a dict {"subword": {"model": ...}, "lowercase": bool}', config
             )
         return cls(config["subword"]["model"], lowercase=config.get("lowercase", True))

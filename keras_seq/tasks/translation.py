@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import random
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.tasks.base import split_sizes
 from keras_seq.tasks.parallel_text import split_pairs, task_from_pairs
 
@@ -394,9 +394,9 @@ def toy_translation_pairs(n, min_len=5, max_len=20, seed=0):
     >>> all(4 <= len(en.split()) <= 8 for en, fr in pairs)
     True
     """
-    n = validation.positive_int("n", n, MAX_PAIRS)
+    n = argument_checks.positive_int("n", n, MAX_PAIRS)
     min_len, max_len = _check_lengths(min_len, max_len)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
     grammar = _Grammar(random.Random(seed))
     seen = set()
     pairs = []
@@ -468,9 +468,9 @@ def toy_translation(
         - Sutskever, Vinyals & Le, "Sequence to Sequence Learning with Neural
           Networks", NeurIPS 2014.
     """
-    n = validation.positive_int("n", n, MAX_PAIRS)
+    n = argument_checks.positive_int("n", n, MAX_PAIRS)
     min_len, max_len = _check_lengths(min_len, max_len)
-    seed = validation.seed("seed", seed)
+    seed = argument_checks.seed("seed", seed)
     validation_split, _, _ = split_sizes(n, validation_split)
     pairs = toy_translation_pairs(n, min_len, max_len, seed)
     train, val = split_pairs(pairs, validation_split, seed)
@@ -500,6 +500,8 @@ def toy_translation(
 
 
 def _check_lengths(min_len, max_len):
-    min_len = validation.int_in_range("min_len", min_len, MIN_SENTENCE_LENGTH, MAX_SENTENCE_LENGTH)
-    max_len = validation.int_in_range("max_len", max_len, min_len, MAX_SENTENCE_LENGTH)
+    min_len = argument_checks.int_in_range(
+        "min_len", min_len, MIN_SENTENCE_LENGTH, MAX_SENTENCE_LENGTH
+    )
+    max_len = argument_checks.int_in_range("max_len", max_len, min_len, MAX_SENTENCE_LENGTH)
     return min_len, max_len

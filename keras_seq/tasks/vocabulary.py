@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from keras_seq import validation
+from keras_seq import argument_checks
 
 # "<unk>" (what `decode` writes for UNK); a word: letters, digits or
 # underscores (`\w` is Unicode-aware for str patterns), with inner apostrophes
@@ -73,9 +73,9 @@ class Vocabulary:
     CONFIG_KEY: str | None = None
 
     def __init__(self, tokens: Sequence[str], *, lowercase: bool = True):
-        self.lowercase = validation.boolean("lowercase", lowercase)
+        self.lowercase = argument_checks.boolean("lowercase", lowercase)
         if isinstance(tokens, str) or not isinstance(tokens, Iterable):
-            raise validation.invalid("tokens", "a list of token strings", tokens)
+            raise argument_checks.invalid("tokens", "a list of token strings", tokens)
         tokens = list(tokens)
         if len(tokens) + len(self.SPECIAL_TOKENS) > MAX_VOCAB_SIZE:
             raise ValueError(
@@ -127,13 +127,13 @@ class Vocabulary:
             broken alphabetically (by code point).
         """
         if max_size is not None:
-            max_size = validation.int_in_range(
+            max_size = argument_checks.int_in_range(
                 "max_size", max_size, len(cls.SPECIAL_TOKENS), MAX_VOCAB_SIZE
             )
-        min_count = validation.positive_int("min_count", min_count)
-        lowercase = validation.boolean("lowercase", lowercase)
+        min_count = argument_checks.positive_int("min_count", min_count)
+        lowercase = argument_checks.boolean("lowercase", lowercase)
         if isinstance(texts, str) or not isinstance(texts, Iterable):
-            raise validation.invalid("texts", "an iterable of strings", texts)
+            raise argument_checks.invalid("texts", "an iterable of strings", texts)
         counts: collections.Counter[str] = collections.Counter()
         for position, text in enumerate(texts):
             if not isinstance(text, str):
@@ -164,7 +164,7 @@ class Vocabulary:
             The tokens, lowercased if the vocabulary lowercases.
         """
         if not isinstance(text, str):
-            raise validation.invalid("text", "a string", text)
+            raise argument_checks.invalid("text", "a string", text)
         return _tokenize(text, self.lowercase)
 
     def encode(self, text: str, *, add_end: bool = False) -> list[int]:
@@ -205,15 +205,15 @@ class Vocabulary:
             text.
         """
         if isinstance(texts, str) or not isinstance(texts, Iterable):
-            raise validation.invalid("texts", "a list of strings", texts)
+            raise argument_checks.invalid("texts", "a list of strings", texts)
         texts = list(texts)
         encoded = [self.encode(text, add_end=add_end) for text in texts]
         longest = max((len(ids) for ids in encoded), default=0)
         if length is None:
             length = longest
         else:
-            length = validation.positive_int("length", length)
-        validation.boolean("truncate", truncate)
+            length = argument_checks.positive_int("length", length)
+        argument_checks.boolean("truncate", truncate)
         array = np.full((len(encoded), length), self.PAD, dtype=np.int32)
         for row, ids in enumerate(encoded):
             if len(ids) > length:
@@ -237,7 +237,7 @@ class Vocabulary:
             The tokens joined with single spaces; UNK reads `"<unk>"`.
         """
         if isinstance(ids, np.ndarray) and ids.ndim != 1:
-            raise validation.invalid("ids", "a 1-D sequence of token ids", ids)
+            raise argument_checks.invalid("ids", "a 1-D sequence of token ids", ids)
         return " ".join(self._tokens[i] for i in self._content_ids(ids))
 
     def _content_ids(self, ids):
@@ -263,7 +263,7 @@ class Vocabulary:
 
     def id_to_token(self, i: int) -> str:
         """The token of one id."""
-        validation.int_in_range("i", i, 0, len(self._tokens) - 1)
+        argument_checks.int_in_range("i", i, 0, len(self._tokens) - 1)
         return self._tokens[int(i)]
 
     @property
@@ -307,11 +307,11 @@ class Vocabulary:
                 if kind.CONFIG_KEY is not None and kind.CONFIG_KEY in config:
                     return kind.from_config(config)
         if not isinstance(config, dict) or set(config) - {"tokens", "lowercase"}:
-            raise validation.invalid(
+            raise argument_checks.invalid(
                 "config", 'a dict with the keys "tokens" and "lowercase"', config
             )
         if "tokens" not in config:
-            raise validation.invalid("config", 'a dict holding "tokens"', config)
+            raise argument_checks.invalid("config", 'a dict holding "tokens"', config)
         return cls(config["tokens"], lowercase=config.get("lowercase", True))
 
 
@@ -332,8 +332,8 @@ def tokenize(text: str, *, lowercase: bool = True) -> list[str]:
     ['le', 'chat', ',', 'noir', '!', "don't", '.']
     """
     if not isinstance(text, str):
-        raise validation.invalid("text", "a string", text)
-    return _tokenize(text, validation.boolean("lowercase", lowercase))
+        raise argument_checks.invalid("text", "a string", text)
+    return _tokenize(text, argument_checks.boolean("lowercase", lowercase))
 
 
 def _tokenize(text: str, lowercase: bool) -> list[str]:
@@ -393,7 +393,7 @@ def tf_tokenizer(*, lowercase: bool = True):
     # TensorFlow only here: the rest of the library runs on any Keras backend.
     import tensorflow as tf
 
-    lowercase = validation.boolean("lowercase", lowercase)
+    lowercase = argument_checks.boolean("lowercase", lowercase)
     singles, pairs = _nfc_maps()
     word, space = _re2_classes()
     token_pattern = f"<unk>|[{word}]+(?:['’\\-][{word}]+)*|[^{word} ]"

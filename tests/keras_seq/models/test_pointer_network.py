@@ -38,7 +38,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_seq import validation
+from keras_seq import argument_checks
 from keras_seq.diagnostics import plot_alignment
 from keras_seq.layers import PointerAttention
 from keras_seq.models import PointerNetwork, pointer_network
@@ -362,7 +362,7 @@ def test_bad_arguments_raise_naming_the_argument_and_value(kwargs, argument, val
 @agnostic
 def test_a_network_too_large_to_allocate_is_refused_at_once():
     with allocates_little(), pytest.raises(ValueError, match=r"Layer `encoder` would create"):
-        PointerNetwork(1, units=validation.MAX_UNITS)
+        PointerNetwork(1, units=argument_checks.MAX_UNITS)
 
 
 @agnostic

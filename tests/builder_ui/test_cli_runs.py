@@ -10,7 +10,6 @@ import pytest
 
 from builder_ui import cli
 from builder_ui.app.actions import AppContext, results_view
-from builder_ui.engine.records import STATUSES
 from builder_ui.engine.store import RunStore
 from tests.app.compare_runs import full_spec, record_runs
 
@@ -58,12 +57,6 @@ def test_runs_compare_names_them_the_same_way(runs, tmp_path, capsys):
     assert list(table["epochs_run"]) == [2, 1] and list(table["epochs_planned"]) == [2, 5]
     assert list(table["val_accuracy"]) == pytest.approx([0.0, 0.25], abs=1e-12)
     assert "val_accuracy" in capsys.readouterr().out
-
-
-def test_runs_status_filter_offers_every_status_the_store_can_hold():
-    # cli writes the statuses out so that `keras-seq --help` loads no engine; a status added
-    # to the store without it would be refused by `--status`.
-    assert cli.RUN_STATUSES == STATUSES
 
 
 def test_runs_prints_the_columns_the_compare_tab_shows_and_any_other_on_request(

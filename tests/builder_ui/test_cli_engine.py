@@ -193,7 +193,7 @@ def test_export_decoding_defaults_are_the_beam_searchs():
     from keras_seq.models import Beam
 
     # `--help` shows them without importing Keras; they must be Beam()'s.
-    assert (cli.DEFAULT_BEAM_WIDTH, cli.DEFAULT_LENGTH_PENALTY) == (
+    assert (cli.export.DEFAULT_BEAM_WIDTH, cli.export.DEFAULT_LENGTH_PENALTY) == (
         Beam().width,
         Beam().length_penalty,
     )

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from builder_ui import lab
-from builder_ui.lab import cli as lab_cli
+from builder_ui.cli import lab as lab_cli
 from builder_ui.lab import report, suite
 from builder_ui.lab.common import AGREES, ExperimentResult, table
 

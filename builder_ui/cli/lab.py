@@ -2,8 +2,9 @@
 
     keras-seq lab [--quick] [--only N ...] [--out DIR] [--runs DIR]
 
-`configure(parser)` declares the arguments and `run(args, parser)` runs the
-lab; `builder_ui.cli` registers the pair as a `Command`. Exit codes: 0 when
+`configure(parser)` declares the arguments (the run store's as every command
+declares it, `common.add_runs_argument`) and `run(args, parser)` runs the lab;
+`builder_ui.cli` registers the pair as a `Command`. Exit codes: 0 when
 every experiment ran and the report was written, 1 when an experiment
 failed (the others still ran and the report says which), 2 for refused
 arguments, 130 when interrupted (the report holds what finished).
@@ -15,8 +16,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from builder_ui.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUN_NOT_DONE,
+    add_runs_argument,
+)
+
 DEFAULT_OUT_DIR = "lab-report"
-DEFAULT_RUNS_DIR = "runs"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,13 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=f"report directory (default: {DEFAULT_OUT_DIR})",
     )
-    parser.add_argument(
-        "--runs",
-        type=Path,
-        default=Path(DEFAULT_RUNS_DIR),
-        metavar="DIR",
-        help=f"the run store directory (default: {DEFAULT_RUNS_DIR})",
-    )
+    add_runs_argument(parser)
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -80,12 +82,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             f"Interrupted; the report in {args.out} holds the experiments that finished.",
             file=sys.stderr,
         )
-        return 130
+        return EXIT_INTERRUPTED
     except ValueError as error:  # a store or results file that cannot be used
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     for result in lab.results:
         print(f"{result.number}. {result.title}: {result.verdict}")
     minutes, seconds = divmod(round(lab.seconds), 60)
     print(f"Report: {lab.report_path} ({minutes} min {seconds:02d} s; runs in {args.runs})")
-    return 0 if lab.ok else 1
+    return EXIT_OK if lab.ok else EXIT_RUN_NOT_DONE

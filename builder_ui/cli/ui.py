@@ -6,7 +6,11 @@ import argparse
 import ipaddress
 from pathlib import Path
 
-from builder_ui.cli.common import DEFAULT_RUNS_DIR, add_memory_budget_argument, pass_memory_budget
+from builder_ui.cli.common import (
+    add_memory_budget_argument,
+    add_runs_argument,
+    pass_memory_budget,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -55,13 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=parse_port, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})"
     )
-    parser.add_argument(
-        "--runs",
-        type=Path,
-        default=Path(DEFAULT_RUNS_DIR),
-        metavar="DIR",
-        help=f"directory for experiment runs (default: {DEFAULT_RUNS_DIR})",
-    )
+    add_runs_argument(parser)
     parser.add_argument(
         "--auth",
         type=parse_auth,

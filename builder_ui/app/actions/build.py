@@ -206,9 +206,10 @@ def model_types() -> list[tuple[str, str]]:
     ]
 
 
-def fields(text: str) -> list[forms.FormField]:
-    """The form's fields for spec text (none while the YAML is malformed)."""
-    result = check(text)
+def fields(text: str, result: Check | None = None) -> list[forms.FormField]:
+    """The form's fields for spec text (none while the YAML is malformed); `result`, the text's
+    `check` if the caller has made it already (its document is the same with any context)."""
+    result = check(text) if result is None else result
     return forms.form_fields(result.document) if result.document is not None else []
 
 

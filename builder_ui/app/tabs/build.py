@@ -386,9 +386,9 @@ def build_tab(ctx: actions.AppContext, root: gr.Blocks) -> BuildTab:
     form_view = gr.State(None)
 
     def on_form_key(text: str, key: int) -> dict[str, Any]:
-        fields = actions.fields(text)
-        problems = actions.check(text, ctx).errors_by_field()
-        return {"key": key, "fields": [asdict(field) for field in fields], "problems": problems}
+        result = actions.check(text, ctx)
+        fields = [asdict(field) for field in actions.fields(text, result)]
+        return {"key": key, "fields": fields, "problems": result.errors_by_field()}
 
     form_key.change(
         on_form_key,

@@ -26,6 +26,7 @@ from builder_ui.builders import (
     load_spec,
     load_task,
 )
+from builder_ui.engine.memo import StoreMemo
 from builder_ui.engine.queue import JobQueue
 from builder_ui.engine.store import RunNotFoundError, RunStore, StoreError
 from builder_ui.lab.runner import LabRunner
@@ -70,6 +71,8 @@ class AppContext:
     ):
         self.runs_dir = Path(runs_dir).resolve()
         self.store = RunStore(self.runs_dir)
+        # The Compare tab's tables and run menus, kept while the store is unchanged.
+        self.memo = StoreMemo(self.store)
         self.jobs = JobQueue(self.store, slots=slots, runner=runner)
         self.lab = LabRunner(self.runs_dir)
         self.uploads_root = self.runs_dir / UPLOADS_DIR
@@ -92,6 +95,7 @@ class AppContext:
         with self._lock:
             self._models.clear()
             self._tasks.clear()
+        self.memo.clear()
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.store.close()
 

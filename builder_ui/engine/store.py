@@ -313,6 +313,9 @@ class RunStore:
         self.path = self.directory / DB_NAME
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
+        # The connection `revision` reads (it never writes), with the pid that opened it.
+        self._watch: tuple[sqlite3.Connection, int] | None = None
+        self._watch_lock = threading.Lock()
         self._connections_lock = threading.Lock()
         self._created = False
         self._read_only: str | None = None  # why it is, once the database is opened
@@ -578,8 +581,39 @@ class RunStore:
     def journal_mode(self) -> str:
         return self._read("PRAGMA journal_mode")[0][0]
 
+    def revision(self) -> int | None:
+        """A number that changes whenever a change to the store is committed, by any thread
+        or process: what was read from the store may be kept while it is the same.
+
+        SQLite's `PRAGMA data_version`, which changes when another connection commits, read
+        on a connection of its own that never writes (so every write of this store's
+        threads is another connection's). None while there is no database yet, and for a
+        read-only store: nothing is to be kept then.
+        """
+        if not self.path.exists():
+            return None
+        self._connect()  # opens a database another process made (and reads whether read-only)
+        if self._read_only is not None:
+            return None
+        with self._watch_lock:
+            if self._watch is None or self._watch[1] != os.getpid():
+                with self._file_errors():
+                    watch = sqlite3.connect(
+                        self.path,
+                        timeout=BUSY_TIMEOUT_S,
+                        isolation_level=None,
+                        check_same_thread=False,
+                    )
+                with self._connections_lock:
+                    self._connections.append(watch)
+                self._watch = (watch, os.getpid())
+            with self._file_errors():
+                return int(self._watch[0].execute("PRAGMA data_version").fetchone()[0])
+
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""
+        with self._watch_lock:
+            self._watch = None
         with self._connections_lock:
             connections, self._connections = self._connections, []
         for conn in connections:

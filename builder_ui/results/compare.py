@@ -302,6 +302,22 @@ def cell_text(value: Any) -> str:
     return str(value)
 
 
+# Between two cells of a row's search text (`search_texts`): no typed filter holds it.
+_CELL_SEPARATOR = "\x00"
+
+
+def search_texts(table) -> list[str]:
+    """Each row of a `compare` table as the text `filter_table` searches: its cells'
+    `cell_text`, lowercased, one separator between two cells.
+
+    Made once for a table that is filtered again and again (the Compare tab's filter, as
+    you type), so that a keystroke searches one string per row.
+    """
+    return [
+        _CELL_SEPARATOR.join(cell.lower() for cell in row) for row in table.map(cell_text).values
+    ]
+
+
 def metric_columns(table) -> list[str]:
     """The final-metric columns of a `compare` table (`val_*`), in table order."""
     return [column for column in table.columns if column.startswith("val_")]
@@ -326,6 +342,7 @@ def filter_table(
     low: float | None = None,
     high: float | None = None,
     ids: Collection[str] | None = None,
+    texts: Sequence[str] | None = None,
 ):
     """The rows of a `compare` table matching every filter given (all rows when none is).
 
@@ -337,14 +354,24 @@ def filter_table(
             end may be None); a run without that metric is left out.
         ids: Keep only these runs (None: no such filter; empty: none), such as the
             lines a brush keeps on the parallel coordinates.
+        texts: The table's `search_texts`, if made already (else made here).
 
     Raises:
         ValueError: `low` is above `high`, or `metric` is not a column of the table.
     """
+    if texts is not None and len(texts) != len(table):
+        raise ValueError(
+            f"Received an invalid value for argument `texts`, expected one per row of the "
+            f"table ({len(table)}), got {len(texts)}."
+        )
     keep = [True] * len(table)
     if text and text.strip():
         needle = text.strip().lower()
-        found = [any(needle in cell.lower() for cell in row) for row in table.map(cell_text).values]
+        if _CELL_SEPARATOR in needle:  # no match may span two cells: search each alone
+            rows = table.map(cell_text).values
+            found = [any(needle in cell.lower() for cell in row) for row in rows]
+        else:
+            found = [needle in row for row in (search_texts(table) if texts is None else texts)]
         keep = [k and ok for k, ok in zip(keep, found, strict=True)]
     if sweep:
         keep = [k and value == sweep for k, value in zip(keep, table["sweep"], strict=True)]

@@ -88,8 +88,10 @@ def results_frame(
     return _readable(_ordered(table, sort_by, descending), rounded)
 
 
-def _runs_table(ctx: AppContext, filters: ResultsFilters):
-    """`compare.compare` of the runs with one of the statuses, the tag, archived or not.
+def _runs_table(ctx: AppContext, filters: ResultsFilters) -> tuple[Any, list[str]]:
+    """`compare.compare` of the runs with one of the statuses, the tag, archived or not, and
+    its rows' `compare.search_texts`; kept while the store is unchanged (`ctx.memo`: a
+    keystroke in the filter reads no run again). The table is shared: change only copies.
 
     With its annotation columns (star, tags, note); archived runs only when
     `filters.show_archived`.
@@ -103,11 +105,17 @@ def _runs_table(ctx: AppContext, filters: ResultsFilters):
         where["tag"] = filters.tag
     if not filters.show_archived:
         where["archived"] = False
-    return compare.compare(ctx.store, where=where or None, annotations=True)
+
+    def make() -> tuple[Any, list[str]]:
+        table = compare.compare(ctx.store, where=where or None, annotations=True)
+        return table, compare.search_texts(table)
+
+    return ctx.memo.get(("compare", json.dumps(where, sort_keys=True)), make)
 
 
-def _filtered(table, filters: ResultsFilters):
-    """The rows of `table` that match the text, sweep and metric range of `filters`."""
+def _filtered(runs: tuple[Any, list[str]], filters: ResultsFilters):
+    """The rows of a `_runs_table` that match the text, sweep and metric range of `filters`."""
+    table, texts = runs
     try:
         return compare.filter_table(
             table,
@@ -117,6 +125,7 @@ def _filtered(table, filters: ResultsFilters):
             low=filters.metric_min,
             high=filters.metric_max,
             ids=filters.brushed,
+            texts=texts,
         )
     except ValueError as error:
         raise AppError(str(error)) from None
@@ -206,7 +215,7 @@ def results_view(
     """
     filters = filters or ResultsFilters()
     everything = _runs_table(ctx, filters)
-    sweeps = sorted({sweep for sweep in everything["sweep"] if isinstance(sweep, str)})
+    sweeps = sorted({sweep for sweep in everything[0]["sweep"] if isinstance(sweep, str)})
     filtered = _filtered(everything, filters)
     sort_by = sort_by if sort_by in filtered.columns else None
     table = _readable(_ordered(filtered, sort_by, descending), rounded=True)
@@ -443,12 +452,17 @@ def _rounded(value: Any) -> Any:
 
 
 def run_choices(ctx: AppContext, statuses: Sequence[str] | None = None) -> list[tuple[str, str]]:
-    """`(label, run id)` of the store's runs, newest first (only `statuses` if given)."""
-    records = ctx.store.list_runs(status=list(statuses) if statuses else None)
-    return [
-        (f"{r.id} · {r.name} · {r.spec.get('model', {}).get('type', '?')} · {r.status}", r.id)
-        for r in reversed(records)
-    ]
+    """`(label, run id)` of the store's runs, newest first (only `statuses` if given); kept
+    while the store is unchanged (`ctx.memo`)."""
+
+    def make() -> list[tuple[str, str]]:
+        records = ctx.store.list_runs(status=list(statuses) if statuses else None)
+        return [
+            (f"{r.id} · {r.name} · {r.spec.get('model', {}).get('type', '?')} · {r.status}", r.id)
+            for r in reversed(records)
+        ]
+
+    return list(ctx.memo.get(("run_choices", tuple(statuses or ())), make))
 
 
 def metric_choices(ctx: AppContext, run_ids: Sequence[str]) -> list[str]:

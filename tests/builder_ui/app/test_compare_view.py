@@ -265,3 +265,20 @@ def test_curves_by_group_draw_one_mean_per_value_of_the_column(mixed):
     assert [t.name for t in figure.data if t.mode == "lines+markers"] == ["done (6 runs)"]
     with pytest.raises(actions.AppError, match="is not a column of the runs picked"):
         compare_actions.curves_chart(ctx, ids[:6], "val_loss", group_by="model.nope")
+
+
+def test_the_table_kept_between_keystrokes_shows_every_change_to_the_store(mixed):
+    """The table is read once and kept while the store is unchanged (a keystroke reads no
+    run again); a run added, renamed, noted or deleted since shows at the next keystroke."""
+    ctx, ids = mixed
+    seen = results_view(ctx, ResultsFilters(query="tiny")).total
+    assert results_view(ctx, ResultsFilters(query="TINY")).total == seen
+    added = ctx.store.create_run(ctx.store.get(ids[0]).spec, name="tiny-late")
+    assert results_view(ctx, ResultsFilters(query="TINY")).total == seen + 1
+    ctx.store.set_note(ids[0], "a zebra note")
+    assert list(results_view(ctx, ResultsFilters(query="zebra")).table["id"]) == [ids[0]]
+    ctx.store.set_status(added, "cancelled")  # a queued run is cancelled before it is deleted
+    assert "cancelled" in results_view(ctx, ResultsFilters(query="tiny-late")).table["status"][0]
+    compare_actions.delete_run(ctx, added, confirmed=True)
+    assert results_view(ctx, ResultsFilters(query="TINY")).total == seen
+    assert added not in [run_id for _, run_id in compare_actions.run_choices(ctx)]

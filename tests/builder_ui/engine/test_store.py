@@ -282,3 +282,27 @@ def test_a_full_database_is_one_line_naming_it_and_the_change_is_rolled_back(sto
     connection.execute(f"PRAGMA max_page_count = {2**30}")  # room again
     store.set_note(run_id, "written")
     assert store.get(run_id).note == "written"
+
+
+def test_the_revision_changes_with_every_commit_by_any_thread_or_connection(tmp_path):
+    """`revision` is what a reader may keep its reads by: the same while nothing is
+    committed, new after a commit by this thread, another thread or another connection
+    (a plain sqlite3 one, as another process has)."""
+    with RunStore(tmp_path / "runs") as store:
+        assert store.revision() is None  # no database yet: nothing to keep
+        run_id = store.create_run(SPEC)
+        first = store.revision()
+        assert store.revision() == first  # reading changes nothing
+        store.set_status(run_id, "running")
+        by_this_thread = store.revision()
+        assert by_this_thread != first
+        writer = threading.Thread(target=store.set_note, args=(run_id, "a note"))
+        writer.start()
+        writer.join()
+        by_another_thread = store.revision()
+        assert by_another_thread != by_this_thread
+        other = sqlite3.connect(tmp_path / "runs" / DB_NAME, isolation_level=None)
+        other.execute("UPDATE runs SET starred = 1 WHERE id = ?", (run_id,))
+        other.close()
+        assert store.revision() != by_another_thread
+        assert store.get(run_id).starred

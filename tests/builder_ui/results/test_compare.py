@@ -20,6 +20,7 @@ from builder_ui.results.compare import (
     metric_columns,
     page_of,
     plot_curves,
+    search_texts,
     short_headers,
     to_csv,
 )
@@ -367,6 +368,16 @@ def test_text_filter_passes_over_empty_cells_and_combines_with_sweep_and_metric_
     assert list(filter_table(table.iloc[:0], "x", metric="val_bleu", low=0.1).columns) == list(
         table.columns
     )
+    # The rows' search texts made once (the app's, as you type) find the same rows.
+    texts = search_texts(table)
+    first, second = (str(cell) for cell in table.iloc[0, :2])
+    across = first[-2:] + second[:2]  # the end of one cell and the start of the next
+    for text in ("CMP", "s1", "nan", "cmp", "0.9", "no such text", across):
+        assert list(filter_table(table, text, texts=texts)["id"]) == list(
+            filter_table(table, text)["id"]
+        )
+    with pytest.raises(ValueError, match=r"`texts`, expected one per row of the table \(3\)"):
+        filter_table(table, "x", texts=texts[:2])
     # The runs a brush keeps, with the other filters; an empty brush keeps none.
     brushed = [store.ids[2], store.ids[0]]
     assert list(filter_table(table, ids=brushed)["id"]) == [store.ids[0], store.ids[2]]

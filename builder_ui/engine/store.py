@@ -44,7 +44,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -56,11 +55,10 @@ from pathlib import Path
 from typing import Any
 
 from builder_ui import files
-from builder_ui.engine import processes
+from builder_ui.engine import processes, store_errors, store_rows, store_schema
 from builder_ui.engine.records import (
     FINAL_STATUSES,
     MAX_TAGS_PER_RUN,
-    STATUSES,
     TRANSITIONS,
     EpochRecord,
     RunRecord,
@@ -71,80 +69,20 @@ from builder_ui.engine.records import (
     check_tag,
     new_run_id,
 )
-
-SCHEMA_VERSION = 1
-DB_NAME = "runs.sqlite"
+from builder_ui.engine.store_errors import (
+    ReadOnlyStoreError,
+    RunNotFoundError,
+    StatusError,
+    StoreError,
+    StoreFullError,
+    StoreLockedError,
+    UnreadableRunError,
+)
+from builder_ui.engine.store_schema import DB_NAME, SCHEMA_VERSION
 
 # How long a write waits for another writer's lock before giving up (`StoreLockedError`).
 # Writes are short transactions; a lock held longer is another process stuck or in use.
 BUSY_TIMEOUT_S = 5.0
-# SQLite's WAL write lock: the byte of the `-shm` file a writer locks (`WALINDEX_LOCK_OFFSET`).
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS schema_version (
-    version INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    sweep_id TEXT,
-    spec TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created REAL NOT NULL,
-    started REAL,
-    finished REAL,
-    backend TEXT,
-    device TEXT,
-    precision TEXT,
-    params INTEGER,
-    metrics TEXT NOT NULL DEFAULT '{}',
-    wall_time REAL,
-    examples_per_sec REAL,
-    artifacts TEXT NOT NULL DEFAULT '{}',
-    error TEXT,
-    pid INTEGER,
-    host TEXT,
-    pid_started TEXT,
-    note TEXT NOT NULL DEFAULT '',
-    starred INTEGER NOT NULL DEFAULT 0,
-    archived INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
-CREATE INDEX IF NOT EXISTS runs_sweep ON runs (sweep_id);
-CREATE TABLE IF NOT EXISTS epochs (
-    run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    epoch INTEGER NOT NULL,
-    metrics TEXT NOT NULL,
-    time REAL NOT NULL,
-    seconds REAL,
-    PRIMARY KEY (run_id, epoch)
-);
-CREATE TABLE IF NOT EXISTS tags (
-    run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    tag TEXT NOT NULL,
-    PRIMARY KEY (run_id, tag)
-);
-CREATE INDEX IF NOT EXISTS tags_tag ON tags (tag);
-CREATE TABLE IF NOT EXISTS sweeps (
-    id TEXT PRIMARY KEY,
-    spec TEXT NOT NULL,
-    created REAL NOT NULL
-);
-"""
-
-# Columns added to `runs` after the first release, with their definitions: a database made
-# by an older keras_seq gets them on open (`ALTER TABLE ... ADD COLUMN`, see `_migrate`).
-# They have defaults, so an older keras_seq still reads and writes such a database and the
-# schema version stays 1; the `tags` and `sweeps` tables are made by `CREATE TABLE IF NOT
-# EXISTS`.
-_ADDED_COLUMNS = {
-    "note": "TEXT NOT NULL DEFAULT ''",
-    "starred": "INTEGER NOT NULL DEFAULT 0",
-    "archived": "INTEGER NOT NULL DEFAULT 0",
-}
-# The tables and indexes `_SCHEMA` makes: a store that has them (and the added columns) is
-# opened without writing.
-_SCHEMA_NAMES = frozenset(re.findall(r"IF NOT EXISTS (\w+)", _SCHEMA))
 
 # Columns `RunStore.update` may set, and whether they hold JSON.
 _UPDATABLE = {
@@ -164,68 +102,6 @@ _UPDATABLE = {
     "host": False,
     "pid_started": False,
 }
-
-
-class RunNotFoundError(KeyError):
-    """No run with this id is in the store."""
-
-    def __str__(self) -> str:  # KeyError would quote the message.
-        return str(self.args[0])
-
-
-class StatusError(ValueError):
-    """A status change the run's current status does not allow."""
-
-
-class StoreError(Exception):
-    """The store's database cannot be used as asked: damaged, not a database, a directory.
-
-    Raised instead of SQLite's own error about the file; the message names the file and says
-    what to do, in one line. Nothing was written: the store is left as it was.
-    """
-
-
-class StoreLockedError(StoreError):
-    """Another process held the store's write lock for `BUSY_TIMEOUT_S`; nothing was written."""
-
-
-class ReadOnlyStoreError(StoreError):
-    """The store is read-only (a read-only file system, no permission): read, never changed."""
-
-
-class StoreFullError(StoreError):
-    """SQLite could not write the store: its disk is full. The transaction was rolled back."""
-
-
-class UnreadableRunError(StoreError):
-    """One run's row cannot be read (malformed JSON, an unknown status); the others can.
-
-    `RunStore.list_runs` leaves such a run out (`RunStore.unreadable_runs` names it); `get`
-    and a list of given `ids` raise this, naming the run and the column.
-    """
-
-
-# SQLite's errors about the database file itself, by result code (`sqlite_errorname`,
-# Python 3.11 and later) or, before, by the words of its message; any other `sqlite3.Error`
-# is a bug here and is raised as it is.
-_FILE_PROBLEMS = (
-    ("SQLITE_BUSY", "database is locked", "locked"),
-    ("SQLITE_READONLY", "readonly database", "read-only"),
-    ("SQLITE_FULL", "database or disk is full", "full"),
-    ("SQLITE_CORRUPT", "malformed", "damaged"),
-    ("SQLITE_NOTADB", "not a database", "damaged"),
-    ("SQLITE_CANTOPEN", "unable to open", "unopenable"),
-    ("SQLITE_IOERR", "disk I/O error", "unopenable"),
-)
-
-
-def _file_problem(error: sqlite3.Error) -> str | None:
-    """The problem `_FILE_PROBLEMS` names (`"locked"`, ...), or None for another error."""
-    name = getattr(error, "sqlite_errorname", None)
-    for code, words, problem in _FILE_PROBLEMS:
-        if name.startswith(code) if name else words in str(error):
-            return problem
-    return None
 
 
 def _finite_or_none(value: Any) -> Any:
@@ -423,7 +299,7 @@ class RunStore:
         try:
             return connect(uri)
         except sqlite3.Error as error:
-            if _file_problem(error) != "unopenable":
+            if store_errors.file_problem(error) != "unopenable":
                 raise
         return connect(f"{uri}&immutable=1")
 
@@ -434,7 +310,7 @@ class RunStore:
             return conn
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
-        conn.executescript(_SCHEMA)
+        conn.executescript(store_schema.SCHEMA)
         conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
         self._local.empty = conn
         self._local.empty_pid = os.getpid()
@@ -479,7 +355,7 @@ class RunStore:
         try:
             yield
         except sqlite3.Error as error:
-            problem = _file_problem(error)
+            problem = store_errors.file_problem(error)
             if problem is None:
                 raise
             if problem == "read-only":
@@ -547,10 +423,10 @@ class RunStore:
             self._check_version(row["version"])
             return
         with self._write() as conn:
-            for statement in _SCHEMA.split(";"):
+            for statement in store_schema.SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
-            _migrate(conn)
+            store_schema.migrate(conn)
             row = conn.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
@@ -559,11 +435,11 @@ class RunStore:
 
     def _schema_complete(self) -> bool:
         names = {row["name"] for row in self._read("SELECT name FROM sqlite_master")}
-        if not _SCHEMA_NAMES <= names:
+        if not store_schema.SCHEMA_NAMES <= names:
             return False
         columns = {row["name"] for row in self._read("PRAGMA table_info(runs)")}
         versions = self._read("SELECT version FROM schema_version")
-        return set(_ADDED_COLUMNS) <= columns and len(versions) == 1
+        return set(store_schema.ADDED_COLUMNS) <= columns and len(versions) == 1
 
     def _check_version(self, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -704,8 +580,11 @@ class RunStore:
         rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
         if not rows:
             raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
-        return self._record(
-            rows[0], self.history(run_id) if history else (), self._tags([run_id]).get(run_id, ())
+        return store_rows.run_record(
+            rows[0],
+            self.history(run_id) if history else (),
+            self._tags([run_id]).get(run_id, ()),
+            database=self.path,
         )
 
     def _tags(self, run_ids: list[str] | None = None) -> dict[str, tuple[str, ...]]:
@@ -733,7 +612,9 @@ class RunStore:
         return tuple(
             EpochRecord(
                 row["epoch"],
-                self._json_object(run_id, row["metrics"], f"epoch {row['epoch']}'s metrics"),
+                store_rows.json_object(
+                    run_id, row["metrics"], f"epoch {row['epoch']}'s metrics", database=self.path
+                ),
                 row["time"],
                 row["seconds"],
             )
@@ -805,7 +686,9 @@ class RunStore:
         for row in rows:
             try:
                 epochs = self.history(row["id"]) if history else ()
-                records.append(self._record(row, epochs, tags.get(row["id"], ())))
+                records.append(
+                    store_rows.run_record(row, epochs, tags.get(row["id"], ()), database=self.path)
+                )
             except UnreadableRunError:
                 if id_list is not None:
                     raise
@@ -819,62 +702,10 @@ class RunStore:
         problems = []
         for row in self._read("SELECT * FROM runs ORDER BY created, id"):
             try:
-                self._record(row, ())
+                store_rows.run_record(row, (), database=self.path)
             except UnreadableRunError as error:
                 problems.append(str(error))
         return problems
-
-    def _record(
-        self, row: sqlite3.Row, history: tuple[EpochRecord, ...], tags: tuple[str, ...] = ()
-    ) -> RunRecord:
-        run_id = row["id"]
-        if row["status"] not in STATUSES:
-            raise self._unknown_status(run_id, row["status"])
-        return RunRecord(
-            id=run_id,
-            name=row["name"],
-            sweep_id=row["sweep_id"],
-            spec=self._json_object(run_id, row["spec"], "spec"),
-            status=row["status"],
-            created=row["created"],
-            started=row["started"],
-            finished=row["finished"],
-            backend=row["backend"],
-            device=row["device"],
-            precision=row["precision"],
-            params=row["params"],
-            history=history,
-            metrics=self._json_object(run_id, row["metrics"], "metrics"),
-            wall_time=row["wall_time"],
-            examples_per_sec=row["examples_per_sec"],
-            artifacts=self._json_object(run_id, row["artifacts"], "artifacts"),
-            error=row["error"],
-            pid=row["pid"],
-            host=row["host"],
-            tags=tags,
-            note=row["note"],
-            starred=bool(row["starred"]),
-            archived=bool(row["archived"]),
-        )
-
-    def _json_object(self, run_id: str, text: Any, what: str) -> dict[str, Any]:
-        """A column's JSON object, or `UnreadableRunError` naming the run and the column."""
-        try:
-            value = json.loads(text)
-        except (TypeError, ValueError) as error:
-            raise self._unreadable(run_id, f"its {what} is not valid JSON ({error})") from None
-        if not isinstance(value, dict):
-            raise self._unreadable(run_id, f"its {what} is {type(value).__name__}, not an object")
-        return value
-
-    def _unknown_status(self, run_id: str, status: Any) -> UnreadableRunError:
-        return self._unreadable(run_id, f"its status {status!r} is none of {', '.join(STATUSES)}")
-
-    def _unreadable(self, run_id: str, problem: str) -> UnreadableRunError:
-        return UnreadableRunError(
-            f"run {run_id!r} in {str(self.path)!r} cannot be read: {problem}; the other runs "
-            f"are not affected: restore {DB_NAME} from a backup copy to get this one back"
-        )
 
     # -- changes -------------------------------------------------------------
 
@@ -928,7 +759,7 @@ class RunStore:
                 raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
             current = row["status"]
             if current not in TRANSITIONS:
-                raise self._unknown_status(run_id, current)
+                raise store_rows.unknown_status(run_id, current, database=self.path)
             if status not in TRANSITIONS[current]:
                 allowed = sorted(TRANSITIONS[current]) or "nothing (it is final)"
                 raise StatusError(
@@ -1121,7 +952,9 @@ class RunStore:
             row = conn.execute("SELECT artifacts FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
-            artifacts = self._json_object(run_id, row["artifacts"], "artifacts")
+            artifacts = store_rows.json_object(
+                run_id, row["artifacts"], "artifacts", database=self.path
+            )
             if path is None:
                 artifacts.pop(name, None)
             else:
@@ -1321,9 +1154,18 @@ class RunStore:
         return {run_id: count for run_id, count in rows}
 
 
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Add the columns an older keras_seq's `runs` table lacks (`_ADDED_COLUMNS`); keeps rows."""
-    present = {row["name"] for row in conn.execute("PRAGMA table_info(runs)")}
-    for column, definition in _ADDED_COLUMNS.items():
-        if column not in present:
-            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {definition}")
+# The errors and the schema's names are defined beside (`store_errors`, `store_schema`) and
+# are the store's too: `from builder_ui.engine.store import RunNotFoundError` as before.
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "DB_NAME",
+    "SCHEMA_VERSION",
+    "ReadOnlyStoreError",
+    "RunNotFoundError",
+    "RunStore",
+    "StatusError",
+    "StoreError",
+    "StoreFullError",
+    "StoreLockedError",
+    "UnreadableRunError",
+]

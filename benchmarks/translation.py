@@ -314,7 +314,7 @@ def run_case(case, settings, path, store, references, training_targets, log):
     from builder_ui import engine
     from builder_ui.results.export import load_trained_model, stored_task
     from builder_ui.results.inspection import translation_length
-    from keras_seq.models.translator import Translator
+    from keras_seq.models import Beam, Greedy, Translator
 
     budget = _time_budget(settings.minutes * 60)
     record = engine.run(spec(case, settings, path), store=store, callbacks=[budget])
@@ -337,8 +337,9 @@ def run_case(case, settings, path, store, references, training_targets, log):
     ) / len(sources)
     decodings = {}
     for method, width in (("greedy", 1), ("beam", settings.beam_width)):
+        strategy = Beam(width=width) if method == "beam" else Greedy()  # α = 0.6 for beam
         start = time.perf_counter()
-        raw = translator.translate(sources, beam_width=width)
+        raw = translator.translate(sources, strategy)
         seconds = time.perf_counter() - start
         hypotheses = [text(t) for t in raw]
         decodings[method] = {

@@ -103,24 +103,26 @@ class Decoding:
         _whole(self, "seed", 0, MAX_SEED)
         return self
 
-    def options(self) -> dict[str, Any]:
-        """The keyword arguments of `Translator.translate` for this method only."""
+    def strategy(self) -> Any:
+        """This method's fields as its `keras_seq.models` strategy: `Greedy()`, `Beam(...)` or
+        `Sample(...)` (a top-k of 0 and a top-p of 1 are "every word": None there)."""
+        # Keras loads on first use, not on import (the app starts without it).
+        from keras_seq.models import Beam, Greedy, Sample
+
         if self.method == "beam":
-            return {
-                "method": "beam",
-                "beam_width": int(self.beam_width),
-                "length_penalty": float(self.length_penalty),
-                "coverage_penalty": float(self.coverage_penalty),
-            }
+            return Beam(
+                width=int(self.beam_width),
+                length_penalty=float(self.length_penalty),
+                coverage_penalty=float(self.coverage_penalty),
+            )
         if self.method == "sample":
-            return {
-                "method": "sample",
-                "temperature": float(self.temperature),
-                "top_k": int(self.top_k) or None,
-                "top_p": None if float(self.top_p) >= 1.0 else float(self.top_p),
-                "seed": int(self.seed),
-            }
-        return {"method": "greedy"}
+            return Sample(
+                temperature=float(self.temperature),
+                top_k=int(self.top_k) or None,
+                top_p=None if float(self.top_p) >= 1.0 else float(self.top_p),
+                seed=int(self.seed),
+            )
+        return Greedy()
 
     def describe(self) -> str:
         """One line for people: how the translation shown was decoded."""
@@ -395,7 +397,7 @@ def _translate(model: Any, task: Any, text: str, index: Any, decoding: Decoding)
         reference = task.target_vocabulary.decode(task.y_val[i].tolist())
     try:
         output, alignment = translator(model, task).translate(
-            text, return_attention=True, **decoding.options()
+            text, decoding.strategy(), return_attention=True
         )
     except ValueError as error:
         raise InspectError(f"Input: {error}") from None
@@ -487,7 +489,6 @@ def _caption(model: Any, task: Any, text: str, index: Any, decoding: Decoding) -
     import keras
 
     from keras_seq.diagnostics import plot_gaze
-    from keras_seq.models import beam_search, greedy_decode, sample_decode
 
     if text:
         raise InspectError(
@@ -497,10 +498,7 @@ def _caption(model: Any, task: Any, text: str, index: Any, decoding: Decoding) -
     i = _example_index(task, index)
     image = task.x_val[i : i + 1]
     length = translation_length(model, task)
-    options = decoding.options()
-    method = options.pop("method")
-    decode = {"greedy": greedy_decode, "beam": beam_search, "sample": sample_decode}[method]
-    result = decode(model, image, length, return_attention=True, **options)
+    result = decoding.strategy().decode(model, image, length, return_attention=True)
     ids = keras.ops.convert_to_numpy(result.ids)[0]
     weights = keras.ops.convert_to_numpy(result.attention)[0]  # (length, regions)
     vocabulary = task.target_vocabulary

@@ -112,7 +112,7 @@ def evaluate_by_length(
         lowercase: Whether to lowercase both sides before scoring (and when
             counting source tokens). Default True, as `Vocabulary` does.
         translate_kwargs: Extra keyword arguments for `translate`, e.g.
-            `{"beam_width": 4}`.
+            `{"decoding": keras_seq.models.Beam(width=4)}`.
 
     Returns:
         A pandas DataFrame with one row per bucket and the columns `bucket`

@@ -20,15 +20,16 @@ Each strategy:
 
 - `decode(model, source, max_length)` decodes a batch with its decoder (the
   functions `Translator.translate` compiles), traceable inside `tf.function`;
-- `keywords()` gives the keyword arguments of `Translator.translate` and
-  `compile_decoder` that decode the same way
-  (`translator.translate(texts, **Beam().keywords())`);
+- `keywords()` gives the keyword arguments of `compile_decoder` (and of
+  `Translator.translate`, which takes the strategy itself too:
+  `translator.translate(texts, Beam())`) that decode the same way;
 - `get_config()` is a JSON-ready dict (`{"method": "beam", "width": 4, ...}`),
   what an export records of how it decodes; `from_config` reads it back.
 
-Today the export path takes them (`Translator.export_saved_model(path,
-decoding=Beam())`, the ONNX and LiteRT files of `builder_ui.results`); the
-Python decoding calls still take keyword arguments.
+`Translator.translate(texts, Beam())` and the export path take them
+(`Translator.export_saved_model(path, decoding=Beam())`, the ONNX and LiteRT
+files of `builder_ui.results`); `compile_decoder` and `Translator.translate`
+still take the keyword arguments too.
 
 The default `Beam()` is width 4 and length penalty 0.6: on the English–French
 benchmark (benchmarks/results/translation.md) it scored three to five BLEU
@@ -51,6 +52,7 @@ from typing import Any, ClassVar
 
 from keras_seq import argument_checks
 from keras_seq.models import decoding
+from keras_seq.models.decoding import common as decoding_checks
 
 
 class _Strategy:
@@ -148,8 +150,8 @@ class Beam(_Strategy):
     coverage_penalty: float = 0.0
 
     def __post_init__(self):
-        width = decoding._check_beam_width(self.width, "width")
-        alpha, beta = decoding._check_penalties(self.length_penalty, self.coverage_penalty)
+        width = decoding_checks.check_beam_width(self.width, "width")
+        alpha, beta = decoding_checks.check_penalties(self.length_penalty, self.coverage_penalty)
         object.__setattr__(self, "width", width)
         object.__setattr__(self, "length_penalty", alpha)
         object.__setattr__(self, "coverage_penalty", beta)
@@ -213,13 +215,15 @@ class Sample(_Strategy):
     seed: int | None = None
 
     def __post_init__(self):
-        temperature, top_k, _ = decoding._check_sampling(self.temperature, self.top_k, self.top_p)
+        temperature, top_k, _ = decoding_checks.check_sampling(
+            self.temperature, self.top_k, self.top_p
+        )
         object.__setattr__(self, "temperature", temperature)
         object.__setattr__(self, "top_k", top_k)
         if self.top_p is not None:  # kept as written: 1.0 stays 1.0 (every token)
             object.__setattr__(self, "top_p", float(self.top_p))
         if self.seed is not None:
-            object.__setattr__(self, "seed", decoding._seed_value(self.seed))
+            object.__setattr__(self, "seed", decoding_checks.seed_value(self.seed))
 
     def keywords(self) -> dict[str, Any]:
         return {
@@ -268,6 +272,23 @@ def from_config(config: dict[str, Any]) -> Greedy | Beam | Sample:
     return strategy(**fields)
 
 
+def checked(strategy: Any, name: str = "decoding") -> Greedy | Beam | Sample:
+    """`strategy` if it is one of the three strategies, else Keras's message naming `name`.
+
+    Example:
+
+    >>> checked("beam")
+    Traceback (most recent call last):
+    ...
+    ValueError: Received an invalid value for argument `decoding`, expected keras_seq.models.Greedy(), Beam(...) or Sample(...), got 'beam'.
+    """  # noqa: E501
+    if isinstance(strategy, (Greedy, Beam, Sample)):
+        return strategy
+    raise argument_checks.invalid(
+        name, "keras_seq.models.Greedy(), Beam(...) or Sample(...)", strategy
+    )
+
+
 def exportable(strategy: Any, model: Any = None) -> Greedy | Beam:
     """`strategy` if an exported translator can decode with it: `Greedy()` or `Beam(...)`.
 
@@ -277,18 +298,19 @@ def exportable(strategy: Any, model: Any = None) -> Greedy | Beam:
     in the graph would give each text one fixed draw on every call, which
     is not sampling, and a per-call seed would need a second input that the
     SavedModel's `translate` signature and the ONNX and LiteRT files do not
-    have. Sample in Python instead, `Translator.translate(texts,
-    **Sample(...).keywords())`.
+    have. Sample in Python instead, `Translator.translate(texts, Sample(...))`.
     """
     if isinstance(strategy, Beam) and model is not None:
-        decoding._check_beam_penalties(model, strategy.length_penalty, strategy.coverage_penalty)
+        decoding_checks.check_beam_penalties(
+            model, strategy.length_penalty, strategy.coverage_penalty
+        )
     if isinstance(strategy, (Greedy, Beam)):
         return strategy
     if isinstance(strategy, Sample):
         raise argument_checks.invalid(
             "decoding",
             "Greedy() or Beam(...) (an exported translator decodes deterministically: "
-            "sample in Python with Translator.translate(texts, **Sample(...).keywords()))",
+            "sample in Python with Translator.translate(texts, Sample(...)))",
             strategy,
         )
     raise argument_checks.invalid(
@@ -296,4 +318,4 @@ def exportable(strategy: Any, model: Any = None) -> Greedy | Beam:
     )
 
 
-__all__ = ["Beam", "Greedy", "Sample", "exportable", "from_config"]
+__all__ = ["Beam", "Greedy", "Sample", "checked", "exportable", "from_config"]

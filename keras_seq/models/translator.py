@@ -43,6 +43,7 @@ from keras import ops
 
 from keras_seq import argument_checks
 from keras_seq.models import decoding, strategies
+from keras_seq.models.decoding import common as decoding_checks
 from keras_seq.tasks.subword import WORD_BOUNDARY, SubwordVocabulary
 from keras_seq.tasks.subword_graph import tf_subword_encoder
 from keras_seq.tasks.vocabulary import Vocabulary, tf_tokenizer
@@ -67,6 +68,38 @@ DECODING_FILE = "decoding.json"
 # How an exported translator decodes unless told: beam search, width 4, length penalty 0.6
 # (three to five BLEU above greedy decoding in benchmarks/results/translation.md).
 DEFAULT_DECODING = strategies.Beam()
+# The module, by a name that `translate`'s argument `decoding` does not hide.
+_decoding = decoding
+
+
+def _decoder_options(keywords):
+    """`Translator.translate`'s decoding keywords (a dict, None for each one not given) as
+    `(method, compile_decoder's options, seed)`.
+
+    The defaults of the keywords left None are filled in (width 1, α = 0.6, β = 0, T = 1);
+    `compile_decoder` refuses the options of one method given with another. A sampler's seed
+    is returned apart: each batch samples with a seed of its own, made from it.
+    """
+    method, seed = keywords.get("method"), keywords.get("seed")
+    beam_width, length_penalty = keywords.get("beam_width"), keywords.get("length_penalty")
+    coverage_penalty, temperature = keywords.get("coverage_penalty"), keywords.get("temperature")
+    beam_width = 1 if beam_width is None else beam_width
+    beam_width = argument_checks.positive_int("beam_width", beam_width, decoding.MAX_BEAM_WIDTH)
+    if method is None:
+        method = "greedy" if beam_width == 1 else "beam"
+    method = argument_checks.one_of("method", method, decoding.METHODS)
+    options = {
+        "beam_width": beam_width,
+        "coverage_penalty": 0.0 if coverage_penalty is None else coverage_penalty,
+        "temperature": 1.0 if temperature is None else temperature,
+        "top_k": keywords.get("top_k"),
+        "top_p": keywords.get("top_p"),
+    }
+    if method == "beam":  # ignored by the others, as before
+        options["length_penalty"] = 0.6 if length_penalty is None else length_penalty
+    if method == "sample":
+        return method, options, decoding_checks.seed_value(seed)
+    return method, {**options, "seed": seed}, None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +184,7 @@ class Translator(keras.Model):
     ...                         max_length=60)  # doctest: +SKIP
     >>> translator.translate(["the black cat"])  # doctest: +SKIP
     ['le chat noir']
-    >>> texts, alignments = translator.translate(["the black cat"], beam_width=4,
+    >>> texts, alignments = translator.translate(["the black cat"], Beam(width=4),
     ...                                          return_attention=True)  # doctest: +SKIP
     >>> alignments[0].plot()  # doctest: +SKIP
 
@@ -168,13 +201,13 @@ class Translator(keras.Model):
     def __init__(self, model, source_vocabulary, target_vocabulary, max_length=None, **kwargs):
         kwargs.setdefault("name", "translator")
         super().__init__(**kwargs)
-        decoding._check_model(model)
+        decoding_checks.check_model(model)
         source_vocabulary = _vocabulary("source_vocabulary", source_vocabulary)
         target_vocabulary = _vocabulary("target_vocabulary", target_vocabulary)
         model_limit = getattr(model, "max_decode_length", None)
         if max_length is None:
             max_length = min(DEFAULT_MAX_LENGTH, model_limit or DEFAULT_MAX_LENGTH)
-        max_length = decoding._check_max_length(model, max_length)
+        max_length = decoding_checks.check_max_length(model, max_length)
         _check_sizes(model, source_vocabulary, target_vocabulary)
         self.model = model
         self.source_vocabulary = source_vocabulary
@@ -213,17 +246,18 @@ class Translator(keras.Model):
     def translate(
         self,
         texts,
+        decoding=None,
         *,
+        return_attention=False,
+        batch_size=DEFAULT_BATCH_SIZE,
         method=None,
-        beam_width=1,
-        length_penalty=0.6,
-        coverage_penalty=0.0,
-        temperature=1.0,
+        beam_width=None,
+        length_penalty=None,
+        coverage_penalty=None,
+        temperature=None,
         top_k=None,
         top_p=None,
         seed=None,
-        return_attention=False,
-        batch_size=DEFAULT_BATCH_SIZE,
     ):
         """Translates texts; optionally says where each output token attended.
 
@@ -231,21 +265,23 @@ class Translator(keras.Model):
             texts: A string, or a list of strings. Each must hold at least
                 one token; words the source vocabulary does not hold are read
                 as `<unk>`.
-            method: "greedy", "beam" or "sample" (see `compile_decoder`).
-                Default None: greedy at `beam_width=1`, else beam search.
-            beam_width: 1 (default) for greedy decoding, more for beam search.
-            length_penalty: α of beam search's length penalty
-                `((5 + |Y|) / 6)^α`; unused at width 1. Default 0.6.
-            coverage_penalty: β of beam search's coverage penalty (GNMT,
-                0.2 there); default 0: none. Beam search only.
-            temperature: Sampling's temperature `T > 0`. Default 1.
-            top_k: Sample among the `k` most probable tokens only, or None.
-            top_p: Sample from the nucleus of probability `p` only, or None.
-            seed: Sampling's seed: batch `n` of the sorted texts samples with
+            decoding: How to decode, one value (`keras_seq.models.strategies`):
+                `Greedy()`, `Beam(width, length_penalty, coverage_penalty)`
+                or `Sample(temperature, top_k, top_p, seed)`. Default None:
+                greedy, or what the keywords below say. A `Sample`'s seed
+                seeds batch `n` of the texts sorted by length with
                 `seed + n`, so the same texts, `batch_size` and seed give the
-                same translations (on one backend and device). None: random.
+                same translations (on one backend and device); None: random.
             return_attention: Also return an `Alignment` per text.
             batch_size: Texts decoded together. Default 64.
+            method, beam_width, length_penalty, coverage_penalty, temperature,
+                top_k, top_p, seed: The same choice as keywords, as
+                `compile_decoder` takes them (and as `strategy.keywords()`
+                gives them): `method` "greedy", "beam" or "sample" (None:
+                greedy at `beam_width` 1, its default, else beam search),
+                `length_penalty` 0.6 and `coverage_penalty` 0 by default for
+                beam search, `temperature` 1 for sampling. Not with
+                `decoding`.
 
         Returns:
             The translations (a list of strings, or one string for a string
@@ -256,26 +292,29 @@ class Translator(keras.Model):
         """
         single = isinstance(texts, str)
         texts = _texts([texts] if single else texts)
-        beam_width = argument_checks.positive_int("beam_width", beam_width, decoding.MAX_BEAM_WIDTH)
         return_attention = argument_checks.boolean("return_attention", return_attention)
         batch_size = argument_checks.positive_int("batch_size", batch_size)
-        if method is None:
-            method = "greedy" if beam_width == 1 else "beam"
-        method = argument_checks.one_of("method", method, decoding.METHODS)
-        # compile_decoder refuses the options of one method given with another.
-        options = {
+        keywords = {
+            "method": method,
             "beam_width": beam_width,
+            "length_penalty": length_penalty,
             "coverage_penalty": coverage_penalty,
             "temperature": temperature,
             "top_k": top_k,
             "top_p": top_p,
+            "seed": seed,
         }
-        if method == "beam":
-            options["length_penalty"] = length_penalty  # ignored by the others, as before
-        if method == "sample":
-            seed = decoding._seed_value(seed)  # each batch's seed follows from it, below
-        else:
-            options["seed"] = seed
+        if decoding is not None:
+            given = [name for name, value in keywords.items() if value is not None]
+            if given:
+                raise argument_checks.invalid(
+                    "decoding",
+                    f"no keyword of the decoding beside it (got also {', '.join(given)}): "
+                    "the strategy holds them all",
+                    decoding,
+                )
+            keywords = strategies.checked(decoding).keywords()
+        method, options, seed = _decoder_options(keywords)
         decode = self._decoder(method, options, return_attention)
         if not texts:
             return ([], []) if return_attention else []
@@ -298,7 +337,7 @@ class Translator(keras.Model):
             for row, i in enumerate(chunk):
                 batch[row, : len(source_ids[i])] = source_ids[i]
             if method == "sample":
-                batch_seed = (seed + start // batch_size) % (decoding.MAX_SEED + 1)
+                batch_seed = (seed + start // batch_size) % (_decoding.MAX_SEED + 1)
                 result = decode(batch, seed=batch_seed)
             else:
                 result = decode(batch)
@@ -363,11 +402,11 @@ class Translator(keras.Model):
           size, right-padded with PAD (0), and returns the target ids of the
           chosen decoding, int32 `(batch, max_length)` (tokens, END, then
           PAD): `beam_search` (or `greedy_decode`), the function
-          `translate(texts, **decoding.keywords())` compiles, so the ids are
+          `translate(texts, decoding)` compiles, so the ids are
           those of `Translator.translate` with the same setting;
         - `translate` takes a 1-D `tf.string` tensor of texts and returns
           their translations, a 1-D `tf.string` tensor: what
-          `translate(texts, **decoding.keywords())` returns. The text is
+          `translate(texts, decoding)` returns. The text is
           tokenised in the graph
           (`keras_seq.tasks.vocabulary.tf_tokenizer`, the same tokens as the
           source vocabulary's `tokenize`), tokens become ids through a lookup

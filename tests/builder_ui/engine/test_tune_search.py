@@ -31,9 +31,16 @@ BASE = {
 pytestmark = pytest.mark.large
 
 
-def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose(local_ray, tmp_path):
+def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose_within_its_ranges(local_ray, tmp_path):
+    # Tune's OptunaSearch asks the same distributions as the local search: a choice, a log
+    # range of floats and a range of whole numbers, both ends included. One sweep proves
+    # both that every trial Tune chose is recorded and that its draws keep to the ranges.
     store = RunStore(tmp_path / "runs")
-    parameters = {"train.learning_rate": [0.003, 0.01, 0.03], "model.encoder.cell": ["gru", "lstm"]}
+    parameters = {
+        "train.learning_rate": {"low": 1e-3, "high": 1e-1, "log": True},
+        "model.encoder.units": {"low": 2, "high": 4},
+        "model.encoder.cell": ["gru", "lstm"],
+    }
     document = {
         **BASE,
         "sweep": {"method": "bayes", "num_trials": 3, "seed": 0, "parameters": parameters},
@@ -50,52 +57,29 @@ def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose(local_ray, tmp_path
     assert sorted(ended) == sorted(result.run_ids)
     assert [record.status for record in records] == ["done"] * 3, [r.error for r in records]
     assert sorted(record.name for record in records) == [f"tune-{i}" for i in range(3)]
-    # The sweep's spec is kept, and each trial's values read back from its run: a stopped
-    # search on Ray can go on with `keras-seq resume` (test_search_resume.py).
+    rates = [record.spec["train"]["learning_rate"] for record in records]
+    units = [record.spec["model"]["encoder"]["units"] for record in records]
+    cells = [record.spec["model"]["encoder"]["cell"] for record in records]
+    assert all(1e-3 <= rate <= 1e-1 for rate in rates) and len(set(rates)) == 3
+    assert all(type(unit) is int and 2 <= unit <= 4 for unit in units)
+    assert set(cells) <= set(parameters["model.encoder.cell"])
+    # The sweep's spec is kept, and each trial's values read back from its run against it: a
+    # stopped search on Ray can go on with `keras-seq resume` (test_search_resume.py), which
+    # replays them with the same distributions.
     spec = load_spec(store.sweep_spec(result.sweep_id))
     assert spec.sweep.method == "bayes" and spec.sweep.num_trials == 3
-    values = search.trial_values(sweeps.trials(spec), records)
-    assert [v["train.learning_rate"] for v in values] == [
-        r.spec["train"]["learning_rate"] for r in records
-    ]
+    values = search.trial_values(sweeps.trials(spec), records, spec.sweep)
+    assert [
+        (v["train.learning_rate"], v["model.encoder.units"], v["model.encoder.cell"])
+        for v in values
+    ] == list(zip(rates, units, cells, strict=True))
     for record in records:
-        assert record.spec["train"]["learning_rate"] in parameters["train.learning_rate"]
-        assert record.spec["model"]["encoder"]["cell"] in parameters["model.encoder.cell"]
         assert [row.epoch for row in record.history] == [1, 2]
         model = keras.saving.load_model(
             artifacts.artifact_path(store, record.id, "model.keras"), safe_mode=True
         )
         assert model.count_params() == record.params
         assert record.pid == os.getpid()  # the driver owns the run
-
-
-def test_a_bayes_sweep_on_ray_draws_its_ranges_within_their_bounds(local_ray, tmp_path):
-    # Tune's OptunaSearch asks the same distributions as the local search: a log range of
-    # floats and a range of whole numbers, both ends included.
-    store = RunStore(tmp_path / "runs")
-    parameters = {
-        "train.learning_rate": {"low": 1e-3, "high": 1e-1, "log": True},
-        "model.encoder.units": {"low": 2, "high": 4},
-    }
-    document = {
-        **BASE,
-        "train": {**BASE["train"], "epochs": 1},
-        "sweep": {"method": "bayes", "num_trials": 3, "seed": 0, "parameters": parameters},
-    }
-    result = executors.run_sweep(document, store=store, executor="ray")
-    records = store.list_runs(sweep_id=result.sweep_id, history=True)
-    assert [record.status for record in records] == ["done"] * 3, [r.error for r in records]
-    rates = [record.spec["train"]["learning_rate"] for record in records]
-    units = [record.spec["model"]["encoder"]["units"] for record in records]
-    assert all(1e-3 <= rate <= 1e-1 for rate in rates) and len(set(rates)) == 3
-    assert all(type(unit) is int and 2 <= unit <= 4 for unit in units)
-    # Each run's values read back against the stored sweep: a local `keras-seq resume` of
-    # this search replays them with the same distributions.
-    spec = load_spec(store.sweep_spec(result.sweep_id))
-    values = search.trial_values(sweeps.trials(spec), records, spec.sweep)
-    assert [(v["train.learning_rate"], v["model.encoder.units"]) for v in values] == list(
-        zip(rates, units, strict=True)
-    )
     store.close()
 
 

@@ -182,8 +182,17 @@ def test_decode_is_its_decoding_function_and_keywords_translate_alike(
         wanted = ops.convert_to_numpy(alone.ids)[0, : int(ops.convert_to_numpy(alone.lengths)[0])]
         translated = translator.translate([text], **strategy.keywords())
         assert translated == [translator.target_vocabulary.decode(wanted)]
+        assert translator.translate([text], strategy) == translated  # the value itself
         if strategy.method != "sample":  # rows decode independently of their batch
             np.testing.assert_array_equal(wanted, ids[row, : lengths[row]])
+
+
+def test_translate_takes_a_strategy_or_its_keywords_never_both(translator):
+    with pytest.raises(ValueError, match=r"`decoding`, expected no keyword .*got also beam_width"):
+        translator.translate(TEXTS, Beam(), beam_width=2)
+    with pytest.raises(ValueError, match=r"`decoding`, expected keras_seq.models.Greedy\(\), "):
+        translator.translate(TEXTS, "beam")
+    assert translator.translate(TEXTS, Greedy()) == translator.translate(TEXTS)  # the default
 
 
 def test_the_module_examples_run():

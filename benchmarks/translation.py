@@ -56,6 +56,8 @@ Run from the repository root:
     python benchmarks/translation.py --cases recipe  # the README's recipe, about 16 minutes
     python benchmarks/translation.py --lowercase     # lowercased models, as before
     python benchmarks/translation.py --quick         # smoke run: 300 pairs, 1 epoch
+    python benchmarks/translation.py --cases transformer-subword --merge
+                                                     # add a case to the results there
 
 Writes benchmarks/results/translation.json (settings, every score, sample translations,
 the most frequent invented words, the environment) and benchmarks/results/translation.md
@@ -67,6 +69,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import json
 import shutil
 import sys
 import tempfile
@@ -192,6 +195,12 @@ def parse_args(argv=None):
         "--lowercase", action="store_true", help="train lowercased models (default: cased)"
     )
     parser.add_argument("--data", type=Path, default=DATA, help="the source<TAB>target file")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the other cases of the results already in the output folder (made with "
+        "the same settings): measure only --cases and write one table of them all",
+    )
     _timing.add_seed_argument(parser)
     _timing.add_output_arguments(
         parser, "translation", quick_help="smoke run: 300 pairs, 1 epoch; not a measurement"
@@ -399,12 +408,11 @@ def measure(settings, log=print):
         store.close()
         shutil.rmtree(directory, ignore_errors=True)
     environment = _timing.timing_environment(keras.backend.backend(), load_before)
-    best_case, best_method = max(
-        ((r, method) for r in results for method in r["decoding"]),
-        key=lambda pair: pair[0]["decoding"][pair[1]]["bleu"],
-    )
-    best = best_case["decoding"][best_method]
-    met = best["bleu"] >= AIM_BLEU and best["outputs_with_unk"] == 0
+    for result in results:  # when and where each case was measured (`--merge` keeps them)
+        result["measured"] = {
+            "date_utc": environment["date_utc"],
+            "load_average_timing": environment["load_average_timing"],
+        }
     return {
         "benchmark": "translation",
         "description": (
@@ -427,6 +435,19 @@ def measure(settings, log=print):
         )[0],
         "results": results,
         "environment": environment,
+        **aim(results),
+    }
+
+
+def aim(results):
+    """The record's `aim` (the best case and decoding against `AIM_BLEU`) and verdict."""
+    best_case, best_method = max(
+        ((r, method) for r in results for method in r["decoding"]),
+        key=lambda pair: pair[0]["decoding"][pair[1]]["bleu"],
+    )
+    best = best_case["decoding"][best_method]
+    met = best["bleu"] >= AIM_BLEU and best["outputs_with_unk"] == 0
+    return {
         "aim": {
             "cased_bleu_at_least": AIM_BLEU,
             "best_case": best_case["case"],
@@ -437,6 +458,40 @@ def measure(settings, log=print):
             "met": met,
         },
         "all_targets_met": met,
+    }
+
+
+# What a merged record must share with the one it joins: everything the scores depend on.
+_MERGE_KEYS = ("training_pairs", "held_out_sources", "held_out_pairs", "training_target_words")
+
+
+def _same_settings(earlier, settings):
+    """Raise ValueError naming the settings (but the cases) that differ between two runs."""
+    differ = sorted(key for key in settings if key != "cases" and earlier.get(key) != settings[key])
+    if differ:
+        raise ValueError(f"--merge: the earlier results were made with other {differ}")
+
+
+def merged(earlier, record):
+    """`record` with the results of `earlier`'s other cases, made with the same settings (but
+    the cases) on the same split: one table of every case, each case with when it was
+    measured (`measured`). Raises ValueError, naming what differs, otherwise."""
+
+    _same_settings(earlier["settings"], record["settings"])
+    for key in _MERGE_KEYS:
+        if earlier[key] != record[key]:
+            raise ValueError(f"--merge: the earlier results have another {key}")
+    new = {r["case"] for r in record["results"]}
+    results = [r for r in earlier["results"] if r["case"] not in new] + record["results"]
+    results.sort(key=lambda r: CASES.index(r["case"]))
+    cases = [r["case"] for r in results]
+    specs = {**earlier["specs"], **record["specs"]}
+    return {
+        **record,
+        "settings": {**record["settings"], "cases": cases},
+        "specs": {case: specs[case] for case in cases},
+        "results": results,
+        **aim(results),
     }
 
 
@@ -589,6 +644,17 @@ def markdown(record):
         f"- {_timing.keras_on_backend(environment)}.",
         _timing.machine_line(environment),
     ]
+    dates = {r["measured"]["date_utc"] for r in record["results"] if "measured" in r}
+    if len(dates) > 1:  # a `--merge` of runs: each case's own date and load
+        lines.append(
+            "- Measured in separate runs (`--merge`): "
+            + "; ".join(
+                f"`{r['case']}` on {r['measured']['date_utc']} (load average "
+                f"{_timing.format_load(r['measured']['load_average_timing']['start'])} before)"
+                for r in record["results"]
+            )
+            + "."
+        )
     paragraphs = [
         table(record),
         "Held-out cased BLEU by English source length (greedy; sentences per bucket in brackets):",
@@ -604,9 +670,27 @@ def markdown(record):
 
 def main(argv=None):
     args = parse_args(argv)
+    measured = measure
+    if args.merge:
+        earlier_path = Path(args.output_dir) / "translation.json"
+        if not earlier_path.is_file():
+            sys.exit(f"--merge: no earlier results at {earlier_path}")
+        earlier = json.loads(earlier_path.read_text(encoding="utf-8"))
+        try:  # the settings before any training; the split once it is made
+            _same_settings(earlier["settings"], dataclasses.asdict(args.settings))
+        except ValueError as error:
+            sys.exit(str(error))
+
+        def measured(settings):
+            record = measure(settings)
+            try:
+                return merged(earlier, record)
+            except ValueError as error:
+                sys.exit(str(error))
+
     return _timing.measure_and_report(
         args,
-        measure,
+        measured,
         stem="translation",
         markdown=markdown,
         tables=(table, length_table, invented_table),

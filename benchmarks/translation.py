@@ -15,8 +15,13 @@ sentence in both splits), and is then scored on the held-out English sentences i
   `subword`: SentencePiece unigram pieces (Kudo 2018), 1,500 ids per side (lowercased, the
   English side of the training split fills at most 1,746), learnt from the training split
   only (`SubwordVocabulary`);
-- `recipe`: the README's recipe ("Your own text"): `rnn-subword` with 1,000 ids per side, so
-  beside `rnn-subword` it shows what the vocabulary size changes.
+- `recipe`: the README's recipe ("Your own text"): `transformer-subword` with 1,000 ids per
+  side (a file a quarter of this one's size holds no more: 1,053 English ids), so beside
+  `transformer-subword` it shows what the vocabulary size changes. Until 2026-12-07 it was
+  `rnn-subword` with 1,000 ids (26.3 cased BLEU greedy, 28.8 beam 4, 10.8% invented words
+  with beam, in 60 epochs, 646 s); it became the Transformer when the cased run showed
+  `transformer-subword` best within the budget, as the issue asking for the recipe said
+  to choose.
 
 The models keep case, as the task does by default (`task.lowercase: false`); `--lowercase`
 trains them lowercased instead, for comparison. Each case trains for at most `--minutes`
@@ -47,8 +52,9 @@ Scoring, on the text a person reads:
 
 The data README asks that no setting be tuned to a number from this file alone; the
 settings above were chosen once, before the first run (the recipe's 1,000 ids are the
-README's), and the held-out split is the validation split of training (no model selection
-uses it: the last epoch is scored).
+README's), and the held-out split is the validation split of training (no epoch is chosen
+by it: the last epoch is scored). The one choice made from it is which of these fixed cases
+the README recommends; the data's other half, kept elsewhere, is the measure of that choice.
 
 Run from the repository root:
 
@@ -86,7 +92,7 @@ SHAPES = {
     "rnn-subword": ("rnn", "subword"),
     "transformer-word": ("transformer", "word"),
     "transformer-subword": ("transformer", "subword"),
-    "recipe": ("rnn", "subword"),
+    "recipe": ("transformer", "subword"),
 }
 RECIPE_VOCAB_SIZE = 1000  # README.md, "Your own text"
 # English words per held-out source (punctuation not counted); the last bucket is open.
@@ -182,7 +188,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--cases",
         default=",".join(CASES),
-        help="comma-separated cases (recipe: the README's, rnn-subword with 1000 ids)",
+        help="comma-separated cases (recipe: the README's, transformer-subword with 1000 ids)",
     )
     parser.add_argument(
         "--minutes", type=float, default=15.0, help="training budget per case (default 15)"
@@ -482,7 +488,16 @@ def merged(earlier, record):
         if earlier[key] != record[key]:
             raise ValueError(f"--merge: the earlier results have another {key}")
     new = {r["case"] for r in record["results"]}
-    results = [r for r in earlier["results"] if r["case"] not in new] + record["results"]
+    kept = [dict(r) for r in earlier["results"] if r["case"] not in new]
+    for result in kept:  # a record of one run: its cases were measured then
+        result.setdefault(
+            "measured",
+            {
+                "date_utc": earlier["environment"]["date_utc"],
+                "load_average_timing": earlier["environment"]["load_average_timing"],
+            },
+        )
+    results = kept + record["results"]
     results.sort(key=lambda r: CASES.index(r["case"]))
     cases = [r["case"] for r in results]
     specs = {**earlier["specs"], **record["specs"]}

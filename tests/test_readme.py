@@ -19,8 +19,8 @@ def test_readme_has_python_examples():
 def test_the_own_text_recipes_figures_are_the_benchmarks():
     """What "Your own text" says of its recipe is what benchmarks/results/translation.json
     measured: the epochs of its spec, and the cased BLEU and invented words of the
-    `recipe` case (beam search, as the exports decode, and greedy) and of `rnn-subword`
-    (the same spec with 1,500 ids)."""
+    `recipe` case (beam search, as the exports decode, and greedy), of `transformer-subword`
+    (the same spec with 1,500 ids) and of `rnn-subword` (the GRU beside it)."""
     import json
     import re
 
@@ -32,9 +32,13 @@ def test_the_own_text_recipes_figures_are_the_benchmarks():
         (README.parent / "benchmarks" / "results" / "translation.json").read_text("utf-8")
     )
     by_case = {result["case"]: result for result in results["results"]}
-    recipe, larger = by_case["recipe"], by_case["rnn-subword"]
+    recipe, larger, gru = by_case["recipe"], by_case["transformer-subword"], by_case["rnn-subword"]
     (spec_block,) = [b for b in section_blocks(README, "Your own text") if b.language == "yaml"]
     spec = yaml.safe_load(spec_block.code)
+    measured = results["specs"]["recipe"]  # the spec the benchmark trained
+    assert spec["model"] == measured["model"]
+    for field in ("batch_size", "schedule", "label_smoothing", "seed"):
+        assert spec["train"].get(field) == measured["train"].get(field), field
     assert spec["train"]["epochs"] == recipe["epochs"]
     assert spec["task"]["vocab_size"] == results["settings"]["recipe_vocab_size"]
     text = " ".join(README.read_text("utf-8").split("## Your own text", 1)[1].split())
@@ -43,6 +47,8 @@ def test_the_own_text_recipes_figures_are_the_benchmarks():
         "recipe greedy": rf"\({recipe['decoding']['greedy']['bleu']:.1f} decoding greedily\)",
         "recipe invented": rf"{recipe['decoding']['beam']['invented_words']:.1%} of its words",
         "larger beam": rf"scored {larger['decoding']['beam']['bleu']:.1f}, with",
+        "larger epochs": rf"\({larger['epochs']} epochs\)",
+        "gru beam": rf"trained as long, scored {gru['decoding']['beam']['bleu']:.1f}",
         "larger invented": rf"{larger['decoding']['beam']['invented_words']:.1%} invented",
         "pairs": rf"{results['training_pairs']:,} training pairs",
     }

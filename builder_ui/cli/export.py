@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     decoding.add_argument(
         "--decoding",
         choices=("beam", "greedy"),
-        help="beam: beam search with GNMT's length penalty (2.5 to 3 BLEU above greedy in "
+        help="beam: beam search with GNMT's length penalty (3 to 4 BLEU above greedy in "
         "benchmarks/results/translation.md); greedy: the most probable token at each step "
         "(default: beam)",
     )

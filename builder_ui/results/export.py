@@ -40,7 +40,7 @@
 
 An encoder–decoder's `savedmodel`, `onnx` and `litert` exports decode as
 `decoding` says: `keras_seq.models.Beam()` by default (beam search of width 4
-with length penalty 0.6, two and a half to three BLEU above greedy decoding in
+with length penalty 0.6, three to four BLEU above greedy decoding in
 benchmarks/results/translation.md), another `Beam(width, length_penalty,
 coverage_penalty)`, or `Greedy()`. The SavedModel records it (its `decoding`
 signature and `assets.extra/decoding.json`), the ONNX file in its metadata.

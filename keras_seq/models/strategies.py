@@ -32,8 +32,8 @@ files of `builder_ui.results`); `compile_decoder` and `Translator.translate`
 still take the keyword arguments too.
 
 The default `Beam()` is width 4 and length penalty 0.6: on the English–French
-benchmark (benchmarks/results/translation.md) it scored two and a half to
-three cased BLEU above greedy decoding, with fewer invented words.
+benchmark (benchmarks/results/translation.md) it scored three to
+four cased BLEU above greedy decoding, with fewer invented words.
 
 References:
     - Wu et al., "Google's Neural Machine Translation System: Bridging the
@@ -128,8 +128,8 @@ class Beam(_Strategy):
         width: `K`, the prefixes kept per source, a positive integer (at
             most 4,096). Default 4.
         length_penalty: α ≥ 0; 0 ranks by log-probability alone. Default
-            0.6 (GNMT used 0.6 to 0.7): with width 4, two and a half to
-            three BLEU above greedy decoding on the English–French benchmark
+            0.6 (GNMT used 0.6 to 0.7): with width 4, three to
+            four BLEU above greedy decoding on the English–French benchmark
             (benchmarks/results/translation.md).
         coverage_penalty: β ≥ 0 (GNMT: 0.2); default 0, no coverage term.
             A model without attention refuses β > 0 when it decodes.

@@ -66,7 +66,7 @@ VOCABULARIES_FILE = "vocabularies.json"
 DECODING_FILE = "decoding.json"
 
 # How an exported translator decodes unless told: beam search, width 4, length penalty 0.6
-# (two and a half to three BLEU above greedy decoding in benchmarks/results/translation.md).
+# (three to four BLEU above greedy decoding in benchmarks/results/translation.md).
 DEFAULT_DECODING = strategies.Beam()
 # The module, by a name that `translate`'s argument `decoding` does not hide.
 _decoding = decoding
@@ -387,8 +387,8 @@ class Translator(keras.Model):
         """Writes a TensorFlow SavedModel that translates text, or source ids, by beam search.
 
         The decoding is chosen here and fixed in the graph: `Beam()` (width
-        4, length penalty α = 0.6, the setting that scored two and a half to
-        three BLEU above greedy decoding in benchmarks/results/translation.md) by
+        4, length penalty α = 0.6, the setting that scored three to
+        four BLEU above greedy decoding in benchmarks/results/translation.md) by
         default, any other `Beam(width, length_penalty, coverage_penalty)`,
         or `Greedy()`. `Sample` is refused: a served translator is a
         deterministic function of its input (see

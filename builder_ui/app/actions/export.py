@@ -3,7 +3,7 @@ or LiteRT.
 
 A translating run's SavedModel, ONNX and LiteRT files hold its decode loop, which decodes as
 the tab's decoding choice says: beam search (width 4, length penalty 0.6 unless changed, the
-setting that scored two and a half to three BLEU above greedy decoding in
+setting that scored three to four BLEU above greedy decoding in
 benchmarks/results/translation.md) or greedy decoding (`builder_ui.results.export`'s
 `decoding`). Other runs and formats have no decode loop: the choice is hidden and not passed.
 

@@ -274,14 +274,17 @@ class Translator(keras.Model):
                 same translations (on one backend and device); None: random.
             return_attention: Also return an `Alignment` per text.
             batch_size: Texts decoded together. Default 64.
-            method, beam_width, length_penalty, coverage_penalty, temperature,
-                top_k, top_p, seed: The same choice as keywords, as
-                `compile_decoder` takes them (and as `strategy.keywords()`
-                gives them): `method` "greedy", "beam" or "sample" (None:
-                greedy at `beam_width` 1, its default, else beam search),
-                `length_penalty` 0.6 and `coverage_penalty` 0 by default for
-                beam search, `temperature` 1 for sampling. Not with
-                `decoding`.
+            method: The same choice as keywords, as `compile_decoder` takes
+                them (and `strategy.keywords()` gives them), not with
+                `decoding`: "greedy", "beam" or "sample"; None: greedy at
+                `beam_width` 1, else beam search.
+            beam_width: Beam search's width; default 1.
+            length_penalty: Beam search's α; default 0.6.
+            coverage_penalty: Beam search's β; default 0.
+            temperature: Sampling's `T`; default 1.
+            top_k: Sampling's top-k; default None.
+            top_p: Sampling's top-p; default None.
+            seed: Sampling's seed (see `decoding`); default None.
 
         Returns:
             The translations (a list of strings, or one string for a string

@@ -86,6 +86,27 @@ def _share_the_cores() -> None:
 _share_the_cores()
 
 
+def _compile_for_tests() -> None:
+    """Ask XLA (JAX's compiler, and TensorFlow's for `jit_compile=True`) not to optimise.
+
+    JAX runs every eager operation as a small XLA program compiled at its first use, so the
+    JAX tests spend most of their CPU in XLA's compiler, and most of that in its LLVM
+    optimisation passes: `--xla_backend_optimization_level=0` took the JAX stage of
+    `make test` from 386 s to 205 s on 2 cores (2026-12-07), every test passing. What the
+    tests prove is the layers' equations (against NumPy, with tolerances) and that their
+    steps compile; how fast XLA's optimised code runs is the benchmarks' question, and
+    `benchmarks/` runs with the default level (its results record `XLA_FLAGS`). A level the
+    caller set is kept. Set before any backend is imported; processes the tests start
+    inherit it.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "--xla_backend_optimization_level" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
+
+
+_compile_for_tests()
+
+
 _HAS_MASK = hasattr(signal, "pthread_sigmask")
 
 

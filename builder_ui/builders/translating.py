@@ -3,7 +3,7 @@
 Training is teacher-forced: `model.fit` gets `{"source": x, "target": y}` and
 `y`, compiled with a cross-entropy and a token accuracy that leave padding
 out (`token_accuracy`). `evaluate` also decodes the validation sources
-greedily (`keras_seq.models.decoding.compile_decoder`) and scores the
+greedily (`keras_seq.models.Greedy().compile`) and scores the
 outputs against the validation targets (decoded by the target vocabulary, so
 words unseen in training read `<unk>` on both sides):
 
@@ -48,11 +48,11 @@ class Translating(ModelBuilder):
         import keras
 
         from keras_seq.metrics import corpus_bleu, exact_match
-        from keras_seq.models.decoding import compile_decoder
+        from keras_seq.models import Greedy
 
         metrics = prepared.keras_metrics(model)
         task = prepared.task
-        decode = compile_decoder(model, task.targets.length)
+        decode = Greedy().compile(model, task.targets.length)
         batch = memory.decode_batch(prepared.spec.train.batch_size)  # as the estimate counts
         outputs = [
             keras.ops.convert_to_numpy(decode(task.x_val[start : start + batch]).ids)

@@ -102,9 +102,9 @@ def accuracy_by_position(model, task):
     # Keras loads on first use, not on import (specs and the app start without it).
     import keras
 
-    from keras_seq.models import compile_decoder
+    from keras_seq.models import Greedy
 
-    decode = compile_decoder(model, task.targets.length)
+    decode = Greedy().compile(model, task.targets.length)
     outputs = np.concatenate(
         [
             keras.ops.convert_to_numpy(decode(task.x_val[start : start + 256]).ids)

@@ -94,7 +94,14 @@ def length_buckets(buckets, longest=None):
 
 
 def evaluate_by_length(
-    translator, data, buckets=None, *, batch_size=256, lowercase=True, translate_kwargs=None
+    translator,
+    data,
+    buckets=None,
+    *,
+    batch_size=256,
+    lowercase=True,
+    decoding=None,
+    translate_kwargs=None,
 ):
     """Scores a translator per source-length bucket: BLEU, exact match, token accuracy.
 
@@ -111,8 +118,11 @@ def evaluate_by_length(
         batch_size: Sentences per `translate` call. Default 256.
         lowercase: Whether to lowercase both sides before scoring (and when
             counting source tokens). Default True, as `Vocabulary` does.
-        translate_kwargs: Extra keyword arguments for `translate`, e.g.
-            `{"decoding": keras_seq.models.Beam(width=4)}`.
+        decoding: How the translator decodes, passed to it as
+            `translate(texts, decoding=...)`: `keras_seq.models.Greedy()`,
+            `Beam(...)` or `Sample(...)` for a `Translator`; None (the
+            default) calls `translate(texts)` alone.
+        translate_kwargs: Other keyword arguments for `translate`, or None.
 
     Returns:
         A pandas DataFrame with one row per bucket and the columns `bucket`
@@ -146,6 +156,12 @@ def evaluate_by_length(
         translate_kwargs = {}
     if not isinstance(translate_kwargs, Mapping):
         raise argument_checks.invalid("translate_kwargs", "a dict or None", translate_kwargs)
+    if decoding is not None:
+        if "decoding" in translate_kwargs:
+            raise argument_checks.invalid(
+                "translate_kwargs", "no 'decoding' beside the argument `decoding`", translate_kwargs
+            )
+        translate_kwargs = {**translate_kwargs, "decoding": decoding}
     sources, references = _sentences(data)
     # Before the translations: a missing pandas is said first, not after every batch.
     pd = import_extra("pandas", "app", "keras_seq.metrics.evaluate_by_length")

@@ -20,16 +20,18 @@ Each strategy:
 
 - `decode(model, source, max_length)` decodes a batch with its decoder (the
   functions `Translator.translate` compiles), traceable inside `tf.function`;
+- `compile(model, max_length)` is that decoder compiled once for any batch and
+  source length (`compile_decoder`);
 - `keywords()` gives the keyword arguments of `compile_decoder` (and of
   `Translator.translate`, which takes the strategy itself too:
   `translator.translate(texts, Beam())`) that decode the same way;
 - `get_config()` is a JSON-ready dict (`{"method": "beam", "width": 4, ...}`),
   what an export records of how it decodes; `from_config` reads it back.
 
-`Translator.translate(texts, Beam())` and the export path take them
-(`Translator.export_saved_model(path, decoding=Beam())`, the ONNX and LiteRT
-files of `builder_ui.results`); `compile_decoder` and `Translator.translate`
-still take the keyword arguments too.
+`Translator.translate(texts, Beam())`, `evaluate_by_length(..., decoding=Beam())`
+and the export path take them (`Translator.export_saved_model(path, decoding=Beam())`,
+the ONNX and LiteRT files of `builder_ui.results`); `compile_decoder` and
+`Translator.translate` still take the keyword arguments too.
 
 The default `Beam()` is width 4 and length penalty 0.6: on the English–French
 benchmark (benchmarks/results/translation.md) it scored three to
@@ -67,6 +69,28 @@ class _Strategy:
     def get_config(self) -> dict[str, Any]:
         """`{"method": ..., <field>: <value>, ...}`, JSON-ready; `from_config` reads it back."""
         return {"method": self.method, **dataclasses.asdict(self)}
+
+    def compile(self, model, max_length, **options):
+        """This decoding as one compiled function of the source (`compile_decoder`).
+
+        Args:
+            model: An encoder–decoder with `encode` and `decode_step`.
+            max_length: The most tokens per output, END included.
+            **options: `end_token`, `start_token`, `return_attention`, passed on.
+
+        Returns:
+            `decode(source, seed=None) -> DecodeResult`: one `tf.function` (or
+            `jax.jit`) for any batch and source length; `seed` for `Sample` only.
+
+        Example:
+
+        >>> import numpy as np
+        >>> from keras_seq.models import seq2seq
+        >>> decode = Beam(width=2).compile(seq2seq(20, 30, units=8), 6)
+        >>> tuple(decode(np.array([[5, 6, 7]])).ids.shape)
+        (1, 6)
+        """
+        return decoding.compile_decoder(model, max_length, **self.keywords(), **options)
 
     def decode(self, model, source, max_length, **options) -> decoding.DecodeResult:
         """Decodes `source` with `model`: see `keras_seq.models.decoding`.

@@ -22,6 +22,7 @@ from keras_seq.metrics import (
     text_token_accuracy,
     token_accuracy,
 )
+from keras_seq.models import Beam, Greedy
 from keras_seq.tasks import Vocabulary, toy_translation
 
 # ------------------------------------------------------------------------------------- BLEU
@@ -217,6 +218,18 @@ def test_evaluate_by_length_scores_each_bucket_separately():
     assert frame["token_accuracy"].tolist() == pytest.approx([1.0, 12 / 13, 0.0])
     # Five sentences in batches of at most 2, with the extra arguments.
     assert translator.calls == [(2, {"beam_width": 3})] * 2 + [(1, {"beam_width": 3})]
+
+
+def test_evaluate_by_length_passes_its_decoding_to_every_translate_call():
+    pairs = [("a b", "x y"), ("a b c", "x y z"), ("a", "x")]
+    translator = DictTranslator({"a b": "x y"})
+    beam = Beam(width=3, length_penalty=0.5)
+    evaluate_by_length(translator, pairs, [0, 3], batch_size=2, decoding=beam)
+    assert translator.calls == [(2, {"decoding": beam}), (1, {"decoding": beam})]
+    with pytest.raises(ValueError, match=r"`translate_kwargs`.*'decoding'"):
+        evaluate_by_length(
+            translator, pairs, decoding=beam, translate_kwargs={"decoding": Greedy()}
+        )
 
 
 def test_evaluate_by_length_compares_tokens_lowercased_and_leaves_empty_buckets_nan():

@@ -1,11 +1,11 @@
 """The decoding strategies as values: `Greedy()`, `Beam(...)`, `Sample(...)`.
 
 Each is checked when made, with the rules (and messages) of the decoding functions; its
-`keywords()` decode through `Translator.translate` as its `decode` does through the decoding
-functions (ids compared exactly: the same functions on the same batch); its config reads back;
-an export takes `Greedy()` and `Beam(...)` and refuses `Sample`. The exports themselves, served
-by TensorFlow alone and onnxruntime, are proved in tests/builder_ui/results/test_export.py and
-test_export_onnx_litert_translators.py.
+`compile()`d decoder and its `keywords()` decode (through `Translator.translate`) as its
+`decode` does through the decoding functions (ids compared exactly: the same functions on the
+same batch); its config reads back; an export takes `Greedy()` and `Beam(...)` and refuses
+`Sample`. The exports themselves, served by TensorFlow alone and onnxruntime, are proved in
+tests/builder_ui/results/test_export.py and test_export_onnx_litert_translators.py.
 """
 
 from __future__ import annotations
@@ -174,6 +174,11 @@ def test_decode_is_its_decoding_function_and_keywords_translate_alike(
     got = strategy.decode(translator.model, source, MAX_LENGTH)
     expected = function(translator.model, source, MAX_LENGTH, **options)
     np.testing.assert_array_equal(ops.convert_to_numpy(got.ids), ops.convert_to_numpy(expected.ids))
+    # Compiled once (`compile_decoder`), its first call decodes as the function does.
+    compiled = strategy.compile(translator.model, MAX_LENGTH)(source)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(compiled.ids), ops.convert_to_numpy(expected.ids)
+    )
     # The keywords decode the same way through the translator (one text at a time, so that
     # each batch is the text alone, as `decode` was given it above).
     ids = ops.convert_to_numpy(expected.ids)

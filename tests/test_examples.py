@@ -36,8 +36,9 @@ def test_long_lag_example_quick(tmp_path):
         "CECLSTM peephole",
         "CECLSTM truncated",
     ]
+    # One lag: the script's loop over lags is plain Python; each model trained once is the claim.
     result = _run_example(
-        "long_lag.py", "--quick", "--lags", "3", "7", "--n", "100", "--out", str(tmp_path)
+        "long_lag.py", "--quick", "--lags", "3", "--n", "100", "--out", str(tmp_path)
     )
     assert result.returncode == 0, result.stderr[-3000:]
     for model in models:
@@ -46,7 +47,7 @@ def test_long_lag_example_quick(tmp_path):
     table = pd.read_csv(tmp_path / "long_lag.csv")
     assert sorted(table.columns) == ["epochs", "lag", "model", "val_accuracy"]
     assert sorted(zip(table["model"], table["lag"], strict=True)) == sorted(
-        (model, lag) for model in models for lag in (3, 7)
+        (model, 3) for model in models
     )
     assert table["val_accuracy"].between(0.0, 1.0).all()
     assert (table["epochs"] == 1).all()

@@ -76,7 +76,6 @@ from builder_ui.engine import artifacts, devices
 from builder_ui.engine.store import RunNotFoundError, RunStore
 from builder_ui.engine.train import MODEL_FILE, VOCABULARIES_FILE
 from builder_ui.extras import missing_extra
-from builder_ui.results import onnx_litert
 from builder_ui.results.inspection import translation_length
 from builder_ui.results.model_source import SourceError, model_source
 from builder_ui.specs import dump_spec
@@ -541,16 +540,39 @@ def _translator(model: Any, record, store: RunStore) -> Any:
 
 # --- ONNX and LiteRT ---------------------------------------------------------------------------
 
+# The Python packages each runtime format needs (module name: pip name).
+PACKAGES = {
+    "onnx": {"tensorflow": "tensorflow", "tf2onnx": "tf2onnx", "onnx": "onnx"},
+    "litert": {"tensorflow": "tensorflow"},
+}
+
+
+def missing_packages(format: str) -> list[str]:
+    """The pip names of the packages `format` needs that are not installed."""
+    missing = []
+    for module, name in PACKAGES[format].items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
 
 def _export_runtime(
     place: _Place, record, format: str, batch_size: int | None, decoding: Any
 ) -> Path:
     """The `onnx` or `litert` file of a run (`builder_ui.results.onnx_litert`)."""
     label = {"onnx": "ONNX", "litert": "LiteRT"}[format]
-    missing = onnx_litert.missing_packages(format)
+    missing = missing_packages(format)
     if missing:
         needs = f"The {format!r} format needs {', '.join(missing)} (or export 'keras' or 'python')"
         raise ExportError(missing_extra(needs, "export"))
+    # The converters import TensorFlow and keras_seq at their top: loaded when such an export
+    # runs, once its packages are known to be there (this module loads without TensorFlow).
+    from builder_ui.results import onnx_litert
+
     try:
         onnx_litert.check_exportable(format, record.precision)
     except onnx_litert.ConversionError as error:

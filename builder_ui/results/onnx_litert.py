@@ -87,7 +87,6 @@ Both need the TensorFlow backend and a model in float32.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
 import re
@@ -96,9 +95,13 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import keras
 import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from builder_ui.engine.native_logs import without_startup_notices
+from keras_seq.models import strategies
 
 # The ONNX operator set of every file written here: the newest tf2onnx writes,
 # and the first with BitwiseAnd.
@@ -108,28 +111,10 @@ INT32_MIN = int(np.iinfo(np.int32).min)
 VOCABULARIES_KEY = "keras_seq.vocabularies"
 # The metadata key of how its decode loop decodes (`Translator.decoding_json`).
 DECODING_KEY = "keras_seq.decoding"
-# The Python packages each format needs (module name: pip name).
-PACKAGES = {
-    "onnx": {"tensorflow": "tensorflow", "tf2onnx": "tf2onnx", "onnx": "onnx"},
-    "litert": {"tensorflow": "tensorflow"},
-}
 
 
 class ConversionError(ValueError):
     """A model that cannot be written in a format; the message says why."""
-
-
-def missing_packages(format: str) -> list[str]:
-    """The pip names of the packages `format` needs that are not installed."""
-    missing = []
-    for module, name in PACKAGES[format].items():
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(name)
-    return missing
 
 
 def check_exportable(format: str, precision: str | None) -> None:
@@ -140,9 +125,6 @@ def check_exportable(format: str, precision: str | None) -> None:
         precision: The dtype policy the model trained under (`"float32"`,
             `"mixed_float16"`, ...; None for float32).
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     label = "ONNX" if format == "onnx" else "LiteRT"
     if keras.backend.backend() != "tensorflow":
         raise ConversionError(
@@ -162,9 +144,6 @@ def check_exportable(format: str, precision: str | None) -> None:
 
 def _input_specs(model: Any, batch_size: int | None) -> Any:
     """`tf.TensorSpec`s shaped like the model's inputs (same structure), the batch axis fixed."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-    import tensorflow as tf
 
     def spec(tensor):
         return tf.TensorSpec((batch_size, *tensor.shape[1:]), tensor.dtype, name=tensor.name)
@@ -174,8 +153,6 @@ def _input_specs(model: Any, batch_size: int | None) -> Any:
 
 def _forward(model: Any):
     """The model's inference call, its outputs named `output_0`, `output_1`, ... (as LiteRT's)."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
 
     def serve(inputs):
         outputs = keras.tree.flatten(model(inputs, training=False))
@@ -196,9 +173,6 @@ def _strategy(model: Any, decode_length: int | None, decoding: Any) -> Any:
                 f"written without a decode loop (no decode_length), got {decoding!r}."
             )
         return None
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.models import strategies
-
     return strategies.exportable(strategies.Beam() if decoding is None else decoding, model)
 
 
@@ -213,9 +187,6 @@ def _decoder(model: Any, decode_length: int, strategy: Any):
 
 
 def _source_spec(batch_size: int | None) -> Any:
-    # TensorFlow loads on first use, not on import (an export needs it, not the app).
-    import tensorflow as tf
-
     return tf.TensorSpec((batch_size, None), tf.int32, name="source")
 
 
@@ -250,7 +221,6 @@ def write_onnx(
     """
     # The export extra, loaded when an ONNX export runs (it may not be installed).
     import onnx
-    import tensorflow as tf
     import tf2onnx
 
     strategy = _strategy(model, decode_length, decoding)
@@ -431,9 +401,6 @@ def write_litert(
     Raises:
         ConversionError: Operators that are not TFLite builtins (named).
     """
-    # TensorFlow loads on first use, not on import (an export needs it, not the app).
-    import tensorflow as tf
-
     strategy = _strategy(model, decode_length, decoding)
     builtins = [tf.lite.OpsSet.TFLITE_BUILTINS]
     try:
@@ -496,11 +463,6 @@ def _convert_decoder(
     model: Any, batch_size: int, decode_length: int, strategy: Any, builtins
 ) -> bytes:
     """The decode loop as a `.tflite` flatbuffer, through a SavedModel (see the docstring)."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-    import tensorflow as tf
-    from tensorflow.core.protobuf import saved_model_pb2
-
     with tempfile.TemporaryDirectory(prefix="keras-seq-litert-") as directory:
         archive = keras.export.ExportArchive()
         archive.track(model)
@@ -596,7 +558,6 @@ __all__ = [
     "ONNX_OPSET",
     "ConversionError",
     "check_exportable",
-    "missing_packages",
     "write_litert",
     "write_onnx",
 ]

@@ -38,8 +38,11 @@ from __future__ import annotations
 import itertools
 import time
 
+import keras
 import numpy as np
+from matplotlib.figure import Figure
 
+from builder_ui.lab.catalog import DESCRIPTIONS
 from builder_ui.lab.common import (
     ExperimentResult,
     LabContext,
@@ -48,16 +51,11 @@ from builder_ui.lab.common import (
     translation_task,
     verdict_of,
 )
+from keras_seq.metrics import evaluate_by_length, plot_bleu_by_length
+from keras_seq.models import Greedy, Translator
 
 NUMBER = 3
-TITLE = "The fixed-vector bottleneck"
-CLAIM = (
-    "An encoder–decoder that squeezes the source into one vector degrades as sentences grow, "
-    "while attention keeps BLEU nearly flat over length: on WMT'14 English→French the "
-    "fixed-vector model scores 17.82 BLEU and the attention model 26.75 (Bahdanau, Cho & "
-    "Bengio 2015). Reading the source backwards helps the fixed-vector model: BLEU 25.9 → "
-    "30.6 (Sutskever, Vinyals & Le 2014)."
-)
+DESCRIPTION = DESCRIPTIONS["bottleneck"]
 RULE = (
     "Three checks: (1) both attention models beat the fixed-vector model on overall BLEU; "
     "(2) the fixed-vector model's BLEU falls by at least 5 from the shortest to the longest "
@@ -99,10 +97,6 @@ def accuracy_by_position(model, task):
     Returns:
         float array `(targets.length,)`, NaN where no target reaches.
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    from keras_seq.models import Greedy
 
     decode = Greedy().compile(model, task.targets.length)
     outputs = np.concatenate(
@@ -126,12 +120,6 @@ def _buckets(min_len, max_len, width):
 
 
 def run(context: LabContext) -> ExperimentResult:
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
-    from keras_seq.metrics import evaluate_by_length, plot_bleu_by_length
-    from keras_seq.models import Translator
-
     started = time.perf_counter()
     settings = {
         "pairs": context.size(3000, 8000),
@@ -273,8 +261,8 @@ def run(context: LabContext) -> ExperimentResult:
     ]
     return ExperimentResult(
         number=NUMBER,
-        title=TITLE,
-        claim=CLAIM,
+        title=DESCRIPTION.title,
+        claim=DESCRIPTION.claim,
         rule=RULE,
         verdict=verdict,
         finding=finding,
@@ -348,8 +336,6 @@ def _position_rows(by_position):
 
 def _position_figure(by_position):
     """Accuracy against target position, forward and reversed, on both tasks."""
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
 
     figure = Figure(figsize=(10.0, 4.2), layout="constrained")
     axes = figure.subplots(1, 2)

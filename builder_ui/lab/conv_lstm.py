@@ -30,21 +30,15 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from builder_ui.builders import prepare
+from builder_ui.lab.catalog import DESCRIPTIONS
 from builder_ui.lab.common import ExperimentResult, LabContext, fmt, table, verdict_of
 from builder_ui.specs import SPEC_VERSION
 
 NUMBER = 7
-TITLE = "Convolution keeps the spatial structure"
-CLAIM = (
-    "An LSTM whose input-to-state and state-to-state transitions are convolutions (ConvLSTM) "
-    "predicts future frames better than the fully connected FC-LSTM: on Moving MNIST (10 "
-    "frames in, 10 predicted), Shi et al. (2015, Table 1) report a test cross-entropy of "
-    "3670.85 for a three-layer ConvLSTM with 5×5 kernels (7,585,296 weights) against 4832.49 "
-    "for the FC-LSTM-2048-2048 (142,667,776 weights), and 4782.84 for a ConvLSTM whose "
-    "state-to-state kernels are 1×1 (no spatial neighbourhood in the recurrence)."
-)
+DESCRIPTION = DESCRIPTIONS["conv_lstm"]
 RULE = (
     "Fixed before the runs: agrees when, for every seed, the ConvLSTM's validation MSE is "
     "below both trivial baselines (the last input frame repeated, the mean training frame) "
@@ -120,8 +114,6 @@ def _baselines(task):
 
 def _video_figure(task, predictions, seed):
     """One validation video: its last input frame and the true and predicted future frames."""
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
 
     last, true = task.x_val[VIDEO, -1], task.y_val[VIDEO]
     rows = [("true", true)] + [
@@ -146,9 +138,6 @@ def _video_figure(task, predictions, seed):
 
 
 def run(context: LabContext) -> ExperimentResult:
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
     started = time.perf_counter()
     settings = dict(SETTINGS[context.mode])
     seeds = tuple(settings["seeds"])
@@ -273,8 +262,8 @@ def run(context: LabContext) -> ExperimentResult:
         notes.append("Quick mode trains one seed of each model.")
     return ExperimentResult(
         number=NUMBER,
-        title=TITLE,
-        claim=CLAIM,
+        title=DESCRIPTION.title,
+        claim=DESCRIPTION.claim,
         rule=RULE,
         verdict=verdict_of(checks),
         finding=finding,

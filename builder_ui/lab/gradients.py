@@ -25,19 +25,17 @@ from __future__ import annotations
 import math
 import time
 
+import keras
 import numpy as np
+from matplotlib.figure import Figure
 
+from builder_ui.lab.catalog import DESCRIPTIONS
 from builder_ui.lab.common import ExperimentResult, LabContext, fmt, table, verdict_of
+from keras_seq.diagnostics import gradient_flow, plot_gradient_flow
+from keras_seq.layers import CECLSTM
 
 NUMBER = 1
-TITLE = "Vanishing gradients"
-CLAIM = (
-    "Backpropagated error decays exponentially with the time lag in a plain recurrent net "
-    "(Hochreiter 1991; Bengio et al. 1994); the 1997 LSTM's constant error carousel, trained "
-    "with truncated gradients, keeps the error flowing through the cell constant however long "
-    "the lag (Hochreiter & Schmidhuber 1997). Gradient clipping caps exploding gradients but "
-    "does nothing for vanishing ones (Pascanu et al. 2013)."
-)
+DESCRIPTION = DESCRIPTIONS["gradients"]
 RULE = (
     "Agrees when (1) the SimpleRNN's gradient at the longest lag is below 1e-6 of its value "
     "at lag 10 while the truncated CEC-LSTM's stays within a factor 2 of it; (2) clipping "
@@ -54,10 +52,6 @@ CLIP_NORM = 1.0
 
 def _layers():
     """(label, factory) of the layers of part A, each at its default initialisation."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    from keras_seq.layers import CECLSTM
 
     return [
         ("SimpleRNN", lambda: keras.layers.SimpleRNN(UNITS, name="SimpleRNN")),
@@ -72,9 +66,6 @@ def _layers():
 
 
 def _linear_rnn(gain):
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     return keras.layers.SimpleRNN(
         UNITS,
         activation=None,
@@ -84,11 +75,6 @@ def _linear_rnn(gain):
 
 
 def _measure(factory, length, seed):
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    from keras_seq.diagnostics import gradient_flow
-
     keras.utils.set_random_seed(seed)
     frame = gradient_flow(factory(), length, input_dim=INPUT_DIM, wrt="input", seed=seed)
     return frame.sort_values("lag").reset_index(drop=True)
@@ -113,11 +99,6 @@ def _clipped(frame, clip_norm):
 
 
 def run(context: LabContext) -> ExperimentResult:
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
-    from keras_seq.diagnostics import plot_gradient_flow
-
     length = context.size(100, 200)
     far = length - 1
     seed = 0
@@ -267,8 +248,8 @@ def run(context: LabContext) -> ExperimentResult:
     ]
     return ExperimentResult(
         number=NUMBER,
-        title=TITLE,
-        claim=CLAIM,
+        title=DESCRIPTION.title,
+        claim=DESCRIPTION.claim,
         rule=RULE,
         verdict=verdict,
         finding=finding,

@@ -36,8 +36,11 @@ from __future__ import annotations
 import math
 import time
 
+import keras
 import numpy as np
+from matplotlib.figure import Figure
 
+from builder_ui.lab.catalog import DESCRIPTIONS
 from builder_ui.lab.common import (
     ExperimentResult,
     LabContext,
@@ -46,17 +49,10 @@ from builder_ui.lab.common import (
     table,
     verdict_of,
 )
+from keras_seq.tasks import long_lag
 
 NUMBER = 2
-TITLE = "Long time lags"
-CLAIM = (
-    "The 1997 LSTM bridges minimal time lags in excess of 1000 steps on synthetic long-lag "
-    "tasks with distractors, where recurrent nets trained by backpropagation through time or "
-    "real-time recurrent learning fail beyond short lags. With q = 1000 and p = 1000 "
-    "distractor symbols (experiment 2c) it needed about 49,000 training sequences, and its "
-    "learning time grew only slowly with the lag when p grew with it (Hochreiter & "
-    "Schmidhuber 1997)."
-)
+DESCRIPTION = DESCRIPTIONS["long_lags"]
 RULE = (
     "Fixed before the runs: agrees when the 1997 cell (CEC-LSTM, no forget gate) solves "
     "long_lag with p = q at the longest lag tried, that lag is at least 1000, and the "
@@ -130,8 +126,6 @@ class ProbeCurve:
             raise ValueError(
                 f"check_every: expected a multiple of batch_size={batch_size}, got {check_every}"
             )
-        # Keras loads on first use, not on import (specs and the app start without it).
-        import keras
 
         labels = np.asarray(y)
 
@@ -198,8 +192,6 @@ def _lag_spec(cell, lag, distractors, settings, seed=0):
 
 def _train_lag(context, cell, lag, distractors, settings):
     """One long_lag run on fresh sequences; returns its table row and probe curve."""
-    # keras_seq loads with the experiment, not on import of the lab.
-    from keras_seq.tasks import long_lag
 
     probe = long_lag(
         lag,
@@ -315,9 +307,6 @@ def _not_run(label, column, value, failed_at, extra=None):
 
 
 def run(context: LabContext) -> ExperimentResult:
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
     started = time.perf_counter()
     settings = dict(SETTINGS[context.mode])
     lags = tuple(settings["lags"])
@@ -504,8 +493,8 @@ def run(context: LabContext) -> ExperimentResult:
     ]
     return ExperimentResult(
         number=NUMBER,
-        title=TITLE,
-        claim=CLAIM,
+        title=DESCRIPTION.title,
+        claim=DESCRIPTION.claim,
         rule=RULE,
         verdict=verdict,
         finding=finding,

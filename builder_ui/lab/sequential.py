@@ -26,19 +26,17 @@ import contextlib
 import statistics
 import time
 
+import keras
 import numpy as np
+from matplotlib.figure import Figure
 
 from builder_ui.engine import devices
+from builder_ui.lab.catalog import DESCRIPTIONS
 from builder_ui.lab.common import ExperimentResult, LabContext, device_name, fmt, table, verdict_of
+from keras_seq.layers import TransformerEncoderBlock
 
 NUMBER = 4
-TITLE = "Sequential computation"
-CLAIM = (
-    "A recurrent layer needs O(n) sequential operations to read n positions, self-attention "
-    "O(1): recurrence 'precludes parallelization within training examples', while a "
-    "Transformer computes all positions at once, at O(n²·d) work per layer against the RNN's "
-    "O(n·d²) (Vaswani et al. 2017)."
-)
+DESCRIPTION = DESCRIPTIONS["sequential"]
 RULE = (
     "Agrees when, at batch 1 on every device measured, the LSTM's step time grows more from "
     "the shortest to the longest length than the Transformer's (the LSTM ÷ Transformer ratio "
@@ -66,8 +64,6 @@ def lstm_units_matching(target_parameters: int, d_model: int = D_MODEL) -> int:
 
 def _devices():
     """`[(label, tf device string or None)]`: the CPU, and the GPU when TensorFlow has one."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
 
     if keras.backend.backend() != "tensorflow":
         return [(device_name(), None)]
@@ -82,7 +78,6 @@ def _devices():
 
 
 def _device_scope(device):
-
     if device is None:
         return contextlib.nullcontext()
     # Only the backend in use is imported.
@@ -93,10 +88,6 @@ def _device_scope(device):
 
 def _models(lengths, seed):
     """`{(kind, length): compiled model}` sharing one block and one LSTM; their parameters."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    from keras_seq.layers import TransformerEncoderBlock
 
     keras.utils.set_random_seed(seed)
     block = TransformerEncoderBlock(NUM_HEADS, FF_DIM, name="transformer_block")
@@ -158,9 +149,6 @@ def _measure_device(context, device, lengths, rounds, sample_seconds, seed):
 
 
 def run(context: LabContext) -> ExperimentResult:
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
     started = time.perf_counter()
     lengths = context.size([16, 64, 256], [16, 64, 256, 1024])
     rounds = context.size(3, 5)
@@ -241,8 +229,8 @@ def run(context: LabContext) -> ExperimentResult:
         notes.append("No GPU was visible to the backend, so only the CPU was measured.")
     return ExperimentResult(
         number=NUMBER,
-        title=TITLE,
-        claim=CLAIM,
+        title=DESCRIPTION.title,
+        claim=DESCRIPTION.claim,
         rule=RULE,
         verdict=verdict,
         finding=finding,

@@ -17,6 +17,7 @@ from typing import Any
 
 from builder_ui.engine.store import RunStore
 from builder_ui.lab import report
+from builder_ui.lab.catalog import DESCRIPTIONS
 from builder_ui.lab.common import ExperimentResult, LabContext, device_name, new_sweep_id
 
 DEFAULT_OUT_DIR = "lab-report"
@@ -65,8 +66,8 @@ class Experiment:
 
 
 def _experiment(number: int, key: str, quick_minutes: float, full_minutes: float) -> Experiment:
-    module = importlib.import_module(f"builder_ui.lab.{key}")
-    return Experiment(number, key, module.TITLE, module.CLAIM, quick_minutes, full_minutes)
+    about = DESCRIPTIONS[key]  # the module itself loads when the experiment runs
+    return Experiment(number, key, about.title, about.claim, quick_minutes, full_minutes)
 
 
 EXPERIMENTS: tuple[Experiment, ...] = (
@@ -127,7 +128,6 @@ def parse_numbers(values: Iterable[Any] | None) -> list[int]:
 
 
 def _open_store(store: Any):
-
     if isinstance(store, RunStore):
         return store, False
     if isinstance(store, (str, os.PathLike)):

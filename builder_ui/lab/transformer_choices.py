@@ -33,7 +33,10 @@ import math
 import time
 
 import numpy as np
+from matplotlib.figure import Figure
+from scipy.stats import spearmanr
 
+from builder_ui.lab.catalog import DESCRIPTIONS
 from builder_ui.lab.common import (
     ExperimentResult,
     LabContext,
@@ -42,17 +45,10 @@ from builder_ui.lab.common import (
     translation_task,
     verdict_of,
 )
+from keras_seq.diagnostics import plot_position_similarity, position_similarity
 
 NUMBER = 5
-TITLE = "Transformer choices"
-CLAIM = (
-    "At a fixed model width, 4 to 16 attention heads give BLEU within about 0.4 of each other "
-    "(one head is 0.9 worse); learned positional embeddings match the sinusoids (25.7 against "
-    "25.8 BLEU) (Vaswani et al. 2017). Post-LN (the paper) and pre-LN (the Annotated "
-    "Transformer, ViT) blocks differ only in where the normalisation sits. A ViT's learned 1D "
-    "position embeddings come to encode the 2D patch grid: nearby patches get similar "
-    "embeddings (Dosovitskiy et al. 2020)."
-)
+DESCRIPTION = DESCRIPTIONS["transformer_choices"]
 RULE = (
     "The noise floor is max(1 BLEU, twice the BLEU difference between two seeds of the base "
     "model). Agrees when (1) the runs with 2 or more heads lie within the noise floor of each "
@@ -131,8 +127,6 @@ def distance_correlation(similarity: np.ndarray) -> float:
     Over every unordered pair of distinct patches (Manhattan distance on the
     grid); negative when nearby patches have the more similar embeddings.
     """
-    # scipy comes with scikit-learn (a dependency); loaded when measured.
-    from scipy.stats import spearmanr
 
     distance, flat = _pairs(similarity)
     upper = np.triu_indices(len(flat), k=1)
@@ -149,9 +143,6 @@ def neighbour_similarity(similarity: np.ndarray) -> tuple[float, float]:
 
 
 def run(context: LabContext) -> ExperimentResult:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.diagnostics import plot_position_similarity, position_similarity
-
     started = time.perf_counter()
     settings = {
         "pairs": context.size(2000, 3000),
@@ -319,8 +310,8 @@ def run(context: LabContext) -> ExperimentResult:
         notes.append("Quick mode trains one seed of the base, so the noise floor is 1 BLEU.")
     return ExperimentResult(
         number=NUMBER,
-        title=TITLE,
-        claim=CLAIM,
+        title=DESCRIPTION.title,
+        claim=DESCRIPTION.claim,
         rule=RULE,
         verdict=verdict,
         finding=" ".join(finding) or "The runs did not finish; see the table.",
@@ -341,8 +332,6 @@ def run(context: LabContext) -> ExperimentResult:
 
 def _profile_figure(context, similarity):
     """Cosine similarity of position embeddings against grid distance: every pair, and means."""
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
 
     distance, flat = _pairs(similarity)
     upper = np.triu_indices(len(flat), k=1)
@@ -363,9 +352,6 @@ def _profile_figure(context, similarity):
 
 
 def _bleu_figure(context, rows):
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
     figure = Figure(figsize=(8.0, 4.2), layout="constrained")
     ax = figure.add_subplot()
     labels = [f"{row['change']}\n(h={row['heads']}, seed {row['seed']})" for row in rows]

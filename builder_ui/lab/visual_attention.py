@@ -26,19 +26,17 @@ from __future__ import annotations
 
 import time
 
+import keras
 import numpy as np
+from matplotlib.figure import Figure
 
 from builder_ui.builders.captioning import mean_gaze
+from builder_ui.lab.catalog import DESCRIPTIONS
 from builder_ui.lab.common import ExperimentResult, LabContext, fmt, table, verdict_of
+from keras_seq.diagnostics import plot_gaze
 
 NUMBER = 6
-TITLE = "Visual attention looks where the word is"
-CLAIM = (
-    "Soft attention over the regions of a convolutional feature map, scored from the "
-    "decoder's previous state, 'learns to fix its gaze on salient objects while generating "
-    "the corresponding words'; its alignments 'correspond very strongly with human "
-    "intuition' (Xu et al. 2015, Section 5.4, figures 2–5)."
-)
+DESCRIPTION = DESCRIPTIONS["visual_attention"]
 RULE = (
     "Agrees when, for the paper's model, the attention of the words about an object (its "
     "size, colour and shape) falls on that object's box at least twice as much as a uniform "
@@ -80,10 +78,6 @@ def _spec(settings, fields):
 
 def _gaze_figure(model, task, index):
     """The paper's picture: the image lit by each word's attention, for one validation image."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    from keras_seq.diagnostics import plot_gaze
 
     captions = task.y_val[index : index + 1]
     weights = keras.ops.convert_to_numpy(
@@ -103,9 +97,6 @@ def _gaze_figure(model, task, index):
 
 
 def run(context: LabContext) -> ExperimentResult:
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
     started = time.perf_counter()
     settings = dict(SETTINGS[context.mode])
     rows, measured, figures = [], {}, []
@@ -185,8 +176,8 @@ def run(context: LabContext) -> ExperimentResult:
     ]
     return ExperimentResult(
         number=NUMBER,
-        title=TITLE,
-        claim=CLAIM,
+        title=DESCRIPTION.title,
+        claim=DESCRIPTION.claim,
         rule=RULE,
         verdict=verdict_of(checks),
         finding=finding,

@@ -22,12 +22,14 @@
 Every command takes `--verbose`, which shows TensorFlow's native start-up
 lines (hidden by default, see `builder_ui.engine.native_logs`).
 
-Each subcommand is a module of this package with a pair of functions, one that
-declares its arguments and one that runs it, registered in `COMMANDS`; what
-they share (exit codes, refused input, the run store, `--set` overrides) is in
-`common`. To add a subcommand, write its module and add one `Command` line
-there. Heavy imports (Gradio, Keras, pydantic, pandas) happen inside the run
-functions so that `keras-seq --help` stays fast.
+Each subcommand is two modules, registered by name in `COMMANDS`:
+`options/<command>.py` declares its arguments (argparse only: every `--help`
+reads them without loading pydantic, YAML, Gradio or Keras) and `<command>.py`
+runs it, importing what it needs at its top; it loads only when its command
+runs. What they share is in `arguments` (the shared arguments, exit codes and
+refused input) and `common` (the run store, `--set` overrides, the errors
+turned into one line). To add a subcommand, write its two modules and add one
+`Command` line.
 
 Exit codes: 0 when the command did what it was asked (a run ended `done`);
 1 when it worked but a run ended otherwise (`diverged`, `failed`, ...);
@@ -41,27 +43,40 @@ interrupted run can be continued with `keras-seq resume`).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from builder_ui.cli import export, graph, lab, resume, runs, spec, sweep, train, ui
-from builder_ui.cli.common import EXIT_BAD_INPUT, PROG, guarded
+from builder_ui.cli.arguments import EXIT_BAD_INPUT, PROG
 from builder_ui.extras import APP_MODULES, DISTRIBUTION, missing_extra
 
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: its name, one-line help, argument declaration and runner.
+    """A subcommand: its name, one-line help, and the modules that declare and run it.
 
-    `run(args, parser)` returns the exit code; it may call `parser.error(...)`
-    (exit code 2) to refuse a combination of arguments.
+    `builder_ui.cli.options.<module>` holds `configure(parser)`, its arguments (no heavy
+    import: every `--help` reads it); `builder_ui.cli.<module>` holds `run(args, parser)`,
+    which returns the exit code and may call `parser.error(...)` (exit code 2) to refuse a
+    combination of arguments, imports what it runs at its top, and loads when the command
+    runs. `configure` and `run` name other functions where one module holds two commands.
     """
 
     name: str
     help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace, argparse.ArgumentParser], int]
+    module: str
+    configure: str = "configure"
+    run: str = "run"
+
+    def configure_parser(self, parser: argparse.ArgumentParser) -> None:
+        """Declare the command's arguments on its subparser."""
+        options = importlib.import_module(f"builder_ui.cli.options.{self.module}")
+        getattr(options, self.configure)(parser)
+
+    def runner(self):
+        """`run(args, parser)`, its module imported now."""
+        return getattr(importlib.import_module(f"builder_ui.cli.{self.module}"), self.run)
 
 
 class _VersionAction(argparse.Action):
@@ -86,31 +101,24 @@ class _VersionAction(argparse.Action):
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("ui", "start the model builder web app", ui.configure, ui.run),
-    Command("train", "train one experiment spec", train.configure, guarded(train.run)),
-    Command("sweep", "run every trial of a spec's sweep", sweep.configure, guarded(sweep.run)),
-    Command("runs", "list, compare and export runs as CSV", runs.configure, guarded(runs.run)),
-    Command("export", "export a finished run's model", export.configure, guarded(export.run)),
-    Command("resume", "continue an interrupted run", resume.configure, guarded(resume.run)),
+    Command("ui", "start the model builder web app", "ui"),
+    Command("train", "train one experiment spec", "train"),
+    Command("sweep", "run every trial of a spec's sweep", "sweep"),
+    Command("runs", "list, compare and export runs as CSV", "runs"),
+    Command("export", "export a finished run's model", "export"),
+    Command("resume", "continue an interrupted run", "resume"),
     Command(
         "schema",
         "print the JSON Schema of experiment specs",
-        spec.configure_schema,
-        guarded(spec.run_schema),
+        "spec",
+        "configure_schema",
+        "run_schema",
     ),
     Command(
-        "validate",
-        "check a spec without training it",
-        spec.configure_validate,
-        guarded(spec.run_validate),
+        "validate", "check a spec without training it", "spec", "configure_validate", "run_validate"
     ),
-    Command(
-        "graph",
-        "write a spec with its model as a graph of blocks",
-        graph.configure,
-        guarded(graph.run),
-    ),
-    Command("lab", "run the bottleneck lab and write its report", lab.configure, lab.run),
+    Command("graph", "write a spec with its model as a graph of blocks", "graph"),
+    Command("lab", "run the bottleneck lab and write its report", "lab"),
 )
 
 
@@ -125,7 +133,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     by_name = {}
     for command in COMMANDS:
         sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
-        command.configure(sub)
+        command.configure_parser(sub)
         # Accepted after the command too; SUPPRESS keeps a flag given before it.
         _add_verbose_argument(sub, default=argparse.SUPPRESS)
         by_name[command.name] = sub
@@ -174,7 +182,7 @@ def _main(argv: list[str]) -> int:
     from builder_ui.engine import interrupts
 
     with interrupts.remembered():
-        return command.run(args, subparsers[command.name])
+        return command.runner()(args, subparsers[command.name])
 
 
 if __name__ == "__main__":

@@ -1,25 +1,27 @@
-"""What the `keras-seq` commands share: exit codes, refused input, the run store, overrides."""
+"""What the `keras-seq` commands share when they run: the run store, specs with `--set`, errors.
+
+The commands' modules import this at their top; the arguments, exit codes and `InputError`
+are `builder_ui.cli.arguments`'s, named here too so that a command imports one module.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-PROG = "keras-seq"
-DEFAULT_RUNS_DIR = "runs"
-
-
-EXIT_OK = 0
-EXIT_RUN_NOT_DONE = 1  # the command worked, a run did not end `done`
-EXIT_BAD_INPUT = 2  # like argparse: the input was refused, nothing was done
-EXIT_INTERRUPTED = 130
-
-
-class InputError(Exception):
-    """Input the command refuses: printed as one message on stderr, exit code 2."""
+from builder_ui.builders import load_spec
+from builder_ui.cli.arguments import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    PROG,
+    InputError,
+)
+from builder_ui.engine.store import DB_NAME, RunNotFoundError, RunStore, StatusError, StoreError
+from builder_ui.specs import SpecError, parse_yaml, read_spec_file, upgrade
+from builder_ui.specs.documents import MAX_SPEC_DEPTH
 
 
 def fail(args: argparse.Namespace, message: str) -> int:
@@ -31,62 +33,8 @@ def fail(args: argparse.Namespace, message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def add_runs_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--runs",
-        type=Path,
-        default=Path(DEFAULT_RUNS_DIR),
-        metavar="DIR",
-        help=f"the run store directory (default: {DEFAULT_RUNS_DIR})",
-    )
-
-
-def add_set_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a spec field before validation, e.g. --set train.epochs=2 "
-        "(VALUE is read as YAML; repeatable)",
-    )
-
-
-def add_memory_budget_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--memory-budget",
-        type=parse_memory_budget,
-        metavar="SIZE",
-        help="refuse a model whose estimated memory exceeds SIZE (4GB, 512MB, 75%% of the free "
-        "memory, or none); default: $KERAS_SEQ_MEMORY_BUDGET, else half the free memory",
-    )
-
-
-def parse_memory_budget(value: str) -> str:
-    """`--memory-budget`, checked as `KERAS_SEQ_MEMORY_BUDGET` reads it."""
-    # Loaded when the flag is given: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.builders.memory import BUDGET_ENV, BudgetError, memory_budget
-
-    try:
-        memory_budget({BUDGET_ENV: value})
-    except BudgetError as error:
-        raise argparse.ArgumentTypeError(error.problems[0][1]) from None
-    return value
-
-
-def pass_memory_budget(args: argparse.Namespace) -> None:
-    """`--memory-budget` into `KERAS_SEQ_MEMORY_BUDGET`, which the checks and workers read."""
-    if getattr(args, "memory_budget", None) is not None:
-        os.environ["KERAS_SEQ_MEMORY_BUDGET"] = args.memory_budget
-
-
 def parse_override(text: str) -> tuple[list[str], object]:
     """`"train.epochs=2"` → `(["train", "epochs"], 2)`; the value is read as YAML."""
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.specs import SpecError, parse_yaml
-    from builder_ui.specs.documents import MAX_SPEC_DEPTH
-
     path, sep, value = text.partition("=")
     parts = path.strip().split(".")
     if not sep or not all(part.strip() for part in parts):
@@ -125,10 +73,6 @@ def apply_overrides(data: object, overrides: Sequence[str]) -> object:
 
 def load_spec_argument(args: argparse.Namespace):
     """The spec file of `args.spec`, with `--set` applied, validated (SpecError if not)."""
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.builders import load_spec
-    from builder_ui.specs import read_spec_file, upgrade
-
     data = read_spec_file(args.spec)
     if isinstance(data, dict):
         data = upgrade(data)  # `--set` paths name fields of the current spec version
@@ -138,9 +82,6 @@ def load_spec_argument(args: argparse.Namespace):
 
 def existing_store(args: argparse.Namespace):
     """The run store of `--runs`, which must already exist (commands that only read)."""
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.engine.store import DB_NAME
-
     if not (args.runs / DB_NAME).exists():  # a directory there: the store says so
         raise InputError(f"no run store in {str(args.runs)!r} (no {DB_NAME}); pass --runs DIR")
     return open_store(args.runs)
@@ -148,9 +89,6 @@ def existing_store(args: argparse.Namespace):
 
 def open_store(directory: Path):
     """`RunStore(directory)`, its refusals (a file, a newer schema) as one message."""
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.engine.store import RunStore
-
     try:
         return RunStore(directory)
     except (ValueError, RuntimeError) as error:
@@ -181,11 +119,8 @@ def print_record(record) -> None:
 def guarded(run: Callable[[argparse.Namespace], int]):
     """Turn refused input (bad spec, unknown run, ...) into one message and exit code 2."""
 
+    @functools.wraps(run)
     def wrapper(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-        from builder_ui.engine.store import RunNotFoundError, StatusError, StoreError
-        from builder_ui.specs import SpecError
-
         try:
             return run(args)
         except (InputError, SpecError, RunNotFoundError, StatusError, StoreError) as error:
@@ -197,16 +132,6 @@ def guarded(run: Callable[[argparse.Namespace], int]):
             return EXIT_INTERRUPTED
 
     return wrapper
-
-
-def positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
 
 
 def table_text(table, legend: str = "") -> str:

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from builder_ui.cli.common import EXIT_OK, PROG, InputError, load_spec_argument
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", type=Path, metavar="SPEC", help="experiment spec (.yaml or .json)")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        metavar="FILE",
-        help="write to FILE instead of stdout; refused if FILE exists",
-    )
-    parser.add_argument("--force", action="store_true", help="replace the file at --out")
+from builder_ui import files
+from builder_ui.builders.graph import graph_text
+from builder_ui.cli.arguments import (
+    EXIT_OK,
+    PROG,
+    InputError,
+)
+from builder_ui.cli.common import (
+    guarded,
+    load_spec_argument,
+)
 
 
+@guarded
 def run(args: argparse.Namespace) -> int:
     """Write the spec with its `model:` as the graph of blocks it builds (YAML).
 
@@ -34,10 +33,6 @@ def run(args: argparse.Namespace) -> int:
     if out is not None and out.exists() and not args.force:
         raise InputError(f"--out: {str(out)!r} exists; pass --force to replace it")
     spec = load_spec_argument(args)
-
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui import files
-    from builder_ui.builders.graph import graph_text
 
     text = graph_text(spec)
     if spec.sweep is not None:

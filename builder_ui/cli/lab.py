@@ -2,9 +2,9 @@
 
     keras-seq lab [--quick] [--only N ...] [--out DIR] [--runs DIR]
 
-`configure(parser)` declares the arguments (the run store's as every command
-declares it, `common.add_runs_argument`) and `run(args, parser)` runs the lab;
-`builder_ui.cli` registers the pair as a `Command`. Exit codes: 0 when
+`builder_ui.cli.options.lab.configure(parser)` declares the arguments (the run
+store's as every command declares it, `arguments.add_runs_argument`) and
+`run(args, parser)` runs the lab; `builder_ui.cli` registers them as a `Command`. Exit codes: 0 when
 every experiment ran and the report was written, 1 when an experiment
 failed (the others still ran and the report says which), 2 for refused
 arguments, 130 when interrupted (the report holds what finished).
@@ -14,53 +14,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from builder_ui.cli.common import (
+from builder_ui.cli.arguments import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_RUN_NOT_DONE,
-    add_runs_argument,
 )
-
-DEFAULT_OUT_DIR = "lab-report"
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    """Declare the arguments of `keras-seq lab`."""
-    parser.description = (
-        "Reproduce each structural limit of sequence models and the design that removed it "
-        "(vanishing gradients, long time lags, the fixed-vector bottleneck, sequential "
-        "computation, Transformer choices, visual attention, the ConvLSTM) and write a report "
-        "with figures, measured numbers and the papers' claims. Every trained model is a run "
-        "in the run store."
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="small sizes: all seven experiments in minutes, to check the lab works",
-    )
-    parser.add_argument(
-        "--only",
-        action="append",
-        metavar="N",
-        help="run only experiment N (1-7); repeat it or give a comma list, e.g. --only 1,3",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path(DEFAULT_OUT_DIR),
-        metavar="DIR",
-        help=f"report directory (default: {DEFAULT_OUT_DIR})",
-    )
-    add_runs_argument(parser)
+from builder_ui.lab.suite import parse_numbers, run_lab
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run the experiments `args` chose and write the report; return the exit code."""
-    # Loaded when the command runs: `keras-seq --help` reads `configure` alone.
-    from builder_ui.lab.suite import parse_numbers, run_lab
 
     try:
         numbers = parse_numbers(args.only)

@@ -5,26 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builder_ui.cli.common import (
+from builder_ui import engine
+from builder_ui.builders import load_spec
+from builder_ui.cli.arguments import (
     EXIT_OK,
     EXIT_RUN_NOT_DONE,
     PROG,
     InputError,
-    add_runs_argument,
+)
+from builder_ui.cli.common import (
     existing_store,
+    guarded,
     print_record,
     table_text,
 )
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run",
-        metavar="RUN",
-        help="id of an interrupted run, or of a sweep: its interrupted trials are resumed, "
-        "its queued ones trained, and a bayes search chooses the trials it has not yet",
-    )
-    add_runs_argument(parser)
+from builder_ui.engine import devices, executors
+from builder_ui.engine.artifacts import ArtifactError, confine
+from builder_ui.engine.progress import TerminalProgress
+from builder_ui.engine.train import CHECKPOINT_LOG
+from builder_ui.results import compare
+from builder_ui.specs import SpecError
 
 
 def _checkpoint_log(store, run_id: str) -> str:
@@ -32,9 +32,6 @@ def _checkpoint_log(store, run_id: str) -> str:
 
     A log that leads out of the run's folder (a symbolic link) is refused, not printed.
     """
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.engine.artifacts import ArtifactError, confine
-    from builder_ui.engine.train import CHECKPOINT_LOG
 
     try:
         log = confine(store, run_id, f"{run_id}/{CHECKPOINT_LOG}", field=CHECKPOINT_LOG)
@@ -51,10 +48,6 @@ def _print_checkpoint_notes(store, run_id: str, seen: str) -> None:
 
 def _resume_sweep(args: argparse.Namespace, store) -> int:
     """`keras-seq resume SWEEP_ID`: run what is left of the sweep; print its trials' table."""
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.engine import executors
-    from builder_ui.engine.progress import TerminalProgress
-    from builder_ui.results import compare
 
     trials = [record.id for record in store.list_runs(sweep_id=args.run)]
     seen = {run_id: _checkpoint_log(store, run_id) for run_id in trials}
@@ -71,12 +64,9 @@ def _resume_sweep(args: argparse.Namespace, store) -> int:
     return EXIT_OK if result.all_done else EXIT_RUN_NOT_DONE
 
 
+@guarded
 def run(args: argparse.Namespace) -> int:
     """Continue an interrupted run from its last finished epoch, or what is left of a sweep."""
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui import engine
-    from builder_ui.engine.progress import TerminalProgress
-    from builder_ui.specs import SpecError
 
     with existing_store(args) as store:
         if not store.exists(args.run) and store.list_runs(sweep_id=args.run):
@@ -101,10 +91,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _select_stored_backend(document) -> None:
     """Start Keras on a stored run's `train.backend` (an unreadable spec: `engine.run` says)."""
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.builders import load_spec
-    from builder_ui.engine import devices
-    from builder_ui.specs import SpecError
 
     try:
         devices.select_backend(load_spec(document).train)

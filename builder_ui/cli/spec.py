@@ -6,27 +6,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from builder_ui.cli.common import (
+from builder_ui import files
+from builder_ui.builders import json_schema, memory, sweeps
+from builder_ui.builders.memory import format_bytes
+from builder_ui.cli.arguments import (
     EXIT_OK,
-    add_memory_budget_argument,
-    add_set_argument,
-    load_spec_argument,
     pass_memory_budget,
 )
+from builder_ui.cli.common import (
+    guarded,
+    load_spec_argument,
+)
+from builder_ui.engine.executors import trial_estimates
+from builder_ui.specs import shown
 
 
-def configure_schema(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of stdout")
-
-
+@guarded
 def run_schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema of an experiment spec (every registered task and model type)."""
-
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui import files
-    from builder_ui.builders import json_schema
 
     text = json.dumps(json_schema(), indent=2) + "\n"
     if args.out is None:
@@ -37,12 +35,7 @@ def run_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def configure_validate(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", type=Path, metavar="SPEC", help="experiment spec (.yaml or .json)")
-    add_set_argument(parser)
-    add_memory_budget_argument(parser)
-
-
+@guarded
 def run_validate(args: argparse.Namespace) -> int:
     """Run every check `train` and `sweep` run before training (data included); train nothing.
 
@@ -53,11 +46,6 @@ def run_validate(args: argparse.Namespace) -> int:
     """
     pass_memory_budget(args)
     spec = load_spec_argument(args)
-
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.builders import memory, sweeps
-    from builder_ui.engine.executors import trial_estimates
-    from builder_ui.specs import shown
 
     trials = sweeps.trials(spec)
     estimates = trial_estimates(trials)
@@ -84,8 +72,6 @@ def _estimate_line(found, model_type: str, detailed: bool = False) -> str:
     """`1,234 parameters; training needs about 45.1 kB (...)`, or why there is no estimate."""
     if found is None:
         return f"parameters and memory not estimated (model type {model_type!r} gives no estimate)"
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.builders.memory import format_bytes
 
     needs = found.describe() if detailed else f"about {format_bytes(found.total_bytes)}"
     return f"{found.parameters:,} parameters; training needs {needs}"

@@ -4,52 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from builder_ui.cli.common import (
+from builder_ui.cli.arguments import (
     EXIT_OK,
     EXIT_RUN_NOT_DONE,
     PROG,
     InputError,
-    add_memory_budget_argument,
-    add_runs_argument,
-    add_set_argument,
+    pass_memory_budget,
+)
+from builder_ui.cli.common import (
+    guarded,
     load_spec_argument,
     open_store,
-    pass_memory_budget,
-    positive_int,
     table_text,
 )
+from builder_ui.engine import executors
+from builder_ui.engine.progress import TerminalProgress
+from builder_ui.engine.transfer import StorageError
+from builder_ui.results import compare
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", type=Path, metavar="SPEC", help="spec with a `sweep:` section")
-    parser.add_argument(
-        "--executor",
-        choices=("local", "ray"),
-        default="local",
-        help="local: one trial after another (default); ray: one Ray task per trial",
-    )
-    parser.add_argument(
-        "--address", metavar="ADDR", help="ray: join the Ray cluster at ADDR (e.g. auto)"
-    )
-    parser.add_argument(
-        "--num-cpus",
-        type=positive_int,
-        metavar="N",
-        help="ray: CPUs of the local Ray instance it starts (default: all)",
-    )
-    parser.add_argument(
-        "--storage",
-        metavar="URI",
-        help="ray: send the trials' checkpoints and files through this pyarrow.fs URI "
-        "(s3://bucket/prefix, gs://..., file:///shared/dir) instead of Ray's object store",
-    )
-    add_runs_argument(parser)
-    add_set_argument(parser)
-    add_memory_budget_argument(parser)
-
-
+@guarded
 def run(args: argparse.Namespace) -> int:
     """Run every trial; print a table of the trials (what differs, their metrics)."""
     if args.executor != "ray" and any(
@@ -58,12 +33,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--address, --num-cpus and --storage are for --executor ray")
     pass_memory_budget(args)
     spec = load_spec_argument(args)
-
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.engine import executors
-    from builder_ui.engine.progress import TerminalProgress
-    from builder_ui.engine.transfer import StorageError
-    from builder_ui.results import compare
 
     with open_store(args.runs) as store:
         earlier = {record.sweep_id for record in store.list_runs()}

@@ -4,35 +4,29 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from builder_ui.cli.common import (
+from builder_ui import engine
+from builder_ui.builders import load_spec, sweeps
+from builder_ui.cli.arguments import (
     EXIT_OK,
     EXIT_RUN_NOT_DONE,
     PROG,
     InputError,
-    add_memory_budget_argument,
-    add_runs_argument,
-    add_set_argument,
+    pass_memory_budget,
+)
+from builder_ui.cli.common import (
+    guarded,
     load_spec_argument,
     open_store,
-    pass_memory_budget,
     print_record,
 )
+from builder_ui.engine import devices
+from builder_ui.engine.progress import TerminalProgress
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", type=Path, metavar="SPEC", help="experiment spec (.yaml or .json)")
-    add_runs_argument(parser)
-    parser.add_argument("--name", help="name of the run (default: the spec's name)")
-    add_set_argument(parser)
-    add_memory_budget_argument(parser)
-
-
+@guarded
 def run(args: argparse.Namespace) -> int:
     """Train one spec with a progress bar on stderr; print the run and its metrics on stdout."""
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.builders import load_spec
 
     pass_memory_budget(args)
     spec = load_spec_argument(args)
@@ -43,11 +37,6 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.name is not None:
         spec = load_spec({**spec.to_dict(), "name": args.name})
-
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui import engine
-    from builder_ui.engine import devices
-    from builder_ui.engine.progress import TerminalProgress
 
     devices.select_backend(spec.train)  # before Keras loads: its backend is fixed then
     with open_store(args.runs) as store:
@@ -70,9 +59,6 @@ def _print_resume_hint(store) -> None:
 
 
 def _trial_count(spec) -> int:
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
-    from builder_ui.builders import sweeps
-
     if spec.sweep is None:
         return 1
     return spec.sweep.num_trials if spec.sweep.method != "grid" else sweeps.grid_size(spec)

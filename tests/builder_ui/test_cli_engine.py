@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from builder_ui import cli
+from builder_ui.cli import export as export_command
 from builder_ui.engine.store import DB_NAME, RunStore
 
 TINY = {
@@ -193,7 +194,7 @@ def test_export_decoding_defaults_are_the_beam_searchs():
     from keras_seq.models import Beam
 
     # `--help` shows them without importing Keras; they must be Beam()'s.
-    assert (cli.export.DEFAULT_BEAM_WIDTH, cli.export.DEFAULT_LENGTH_PENALTY) == (
+    assert (export_command.DEFAULT_BEAM_WIDTH, export_command.DEFAULT_LENGTH_PENALTY) == (
         Beam().width,
         Beam().length_penalty,
     )

@@ -18,6 +18,7 @@ import pytest
 
 from builder_ui import lab
 from builder_ui.cli import lab as lab_cli
+from builder_ui.cli.options import lab as lab_options
 from builder_ui.lab import report, suite
 from builder_ui.lab.common import AGREES, ExperimentResult, table
 
@@ -26,7 +27,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def parser():
     result = argparse.ArgumentParser(prog="keras-seq lab")
-    lab_cli.configure(result)
+    lab_options.configure(result)
     return result
 
 

@@ -1,8 +1,9 @@
 """The `keras-seq` commands' shared arguments, exit codes and refused input: no heavy import.
 
-`builder_ui.cli` builds its parser from this module alone, so `keras-seq --help` and
-`keras-seq --version` load neither pydantic nor YAML nor Keras; a command's own module
-(which imports what it runs at its top) loads when that command is given.
+`builder_ui.cli` builds its parser from this module and `builder_ui.cli.options`, so
+`keras-seq --help`, `keras-seq COMMAND --help` and `--version` load neither pydantic nor YAML
+nor Keras; a command's own module (which imports what it runs at its top) loads when that
+command runs.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What the `keras-seq` commands share when they run: the run store, specs with `--set`, errors.
 
-The commands' modules import this at their top; the arguments, exit codes and `InputError`
-are `builder_ui.cli.arguments`'s, named here too so that a command imports one module.
+The commands' modules import this at their top (it loads pydantic, YAML and the run store);
+the arguments, exit codes and `InputError`, which `--help` needs too, are
+`builder_ui.cli.arguments`'s.
 """
 
 from __future__ import annotations

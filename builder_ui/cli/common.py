@@ -14,12 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from builder_ui.builders import load_spec
-from builder_ui.cli.arguments import (
-    EXIT_BAD_INPUT,
-    EXIT_INTERRUPTED,
-    PROG,
-    InputError,
-)
+from builder_ui.cli.arguments import EXIT_BAD_INPUT, EXIT_INTERRUPTED, PROG, InputError
 from builder_ui.engine.store import DB_NAME, RunNotFoundError, RunStore, StatusError, StoreError
 from builder_ui.specs import SpecError, parse_yaml, read_spec_file, upgrade
 from builder_ui.specs.documents import MAX_SPEC_DEPTH

@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from builder_ui.cli.arguments import (
-    EXIT_OK,
-    InputError,
-)
-from builder_ui.cli.common import (
-    existing_store,
-    guarded,
-)
-from builder_ui.cli.options.export import (
-    DEFAULT_BEAM_WIDTH,
-    DEFAULT_LENGTH_PENALTY,
-)
+from builder_ui.cli.arguments import EXIT_OK, InputError
+from builder_ui.cli.common import existing_store, guarded
+from builder_ui.cli.options.export import DEFAULT_BEAM_WIDTH, DEFAULT_LENGTH_PENALTY
 from builder_ui.results import export
 
 

@@ -7,15 +7,8 @@ import sys
 
 from builder_ui import files
 from builder_ui.builders.graph import graph_text
-from builder_ui.cli.arguments import (
-    EXIT_OK,
-    PROG,
-    InputError,
-)
-from builder_ui.cli.common import (
-    guarded,
-    load_spec_argument,
-)
+from builder_ui.cli.arguments import EXIT_OK, PROG, InputError
+from builder_ui.cli.common import guarded, load_spec_argument
 
 
 @guarded

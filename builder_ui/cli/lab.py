@@ -4,8 +4,8 @@
 
 `builder_ui.cli.options.lab.configure(parser)` declares the arguments (the run
 store's as every command declares it, `arguments.add_runs_argument`) and
-`run(args, parser)` runs the lab; `builder_ui.cli` registers them as a `Command`. Exit codes: 0 when
-every experiment ran and the report was written, 1 when an experiment
+`run(args, parser)` runs the lab; `builder_ui.cli` registers them as a `Command`.
+Exit codes: 0 when every experiment ran and the report was written, 1 when an experiment
 failed (the others still ran and the report says which), 2 for refused
 arguments, 130 when interrupted (the report holds what finished).
 """
@@ -15,12 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builder_ui.cli.arguments import (
-    EXIT_BAD_INPUT,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_RUN_NOT_DONE,
-)
+from builder_ui.cli.arguments import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_NOT_DONE
 from builder_ui.lab.suite import parse_numbers, run_lab
 
 

@@ -7,18 +7,8 @@ import sys
 
 from builder_ui import engine
 from builder_ui.builders import load_spec
-from builder_ui.cli.arguments import (
-    EXIT_OK,
-    EXIT_RUN_NOT_DONE,
-    PROG,
-    InputError,
-)
-from builder_ui.cli.common import (
-    existing_store,
-    guarded,
-    print_record,
-    table_text,
-)
+from builder_ui.cli.arguments import EXIT_OK, EXIT_RUN_NOT_DONE, PROG, InputError
+from builder_ui.cli.common import existing_store, guarded, print_record, table_text
 from builder_ui.engine import devices, executors
 from builder_ui.engine.artifacts import ArtifactError, confine
 from builder_ui.engine.progress import TerminalProgress

@@ -5,19 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builder_ui.cli.arguments import (
-    EXIT_OK,
-    PROG,
-    InputError,
-)
-from builder_ui.cli.common import (
-    existing_store,
-    guarded,
-    table_text,
-)
-from builder_ui.cli.options.runs import (
-    RUN_EDITS,
-)
+from builder_ui.cli.arguments import EXIT_OK, PROG, InputError
+from builder_ui.cli.common import existing_store, guarded, table_text
+from builder_ui.cli.options.runs import RUN_EDITS
 from builder_ui.engine.store import DB_NAME
 from builder_ui.results import compare, report
 

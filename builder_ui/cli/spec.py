@@ -10,14 +10,8 @@ import sys
 from builder_ui import files
 from builder_ui.builders import json_schema, memory, sweeps
 from builder_ui.builders.memory import format_bytes
-from builder_ui.cli.arguments import (
-    EXIT_OK,
-    pass_memory_budget,
-)
-from builder_ui.cli.common import (
-    guarded,
-    load_spec_argument,
-)
+from builder_ui.cli.arguments import EXIT_OK, pass_memory_budget
+from builder_ui.cli.common import guarded, load_spec_argument
 from builder_ui.engine.executors import trial_estimates
 from builder_ui.specs import shown
 

@@ -12,12 +12,7 @@ from builder_ui.cli.arguments import (
     InputError,
     pass_memory_budget,
 )
-from builder_ui.cli.common import (
-    guarded,
-    load_spec_argument,
-    open_store,
-    table_text,
-)
+from builder_ui.cli.common import guarded, load_spec_argument, open_store, table_text
 from builder_ui.engine import executors
 from builder_ui.engine.progress import TerminalProgress
 from builder_ui.engine.transfer import StorageError

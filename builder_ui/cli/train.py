@@ -14,12 +14,7 @@ from builder_ui.cli.arguments import (
     InputError,
     pass_memory_budget,
 )
-from builder_ui.cli.common import (
-    guarded,
-    load_spec_argument,
-    open_store,
-    print_record,
-)
+from builder_ui.cli.common import guarded, load_spec_argument, open_store, print_record
 from builder_ui.engine import devices
 from builder_ui.engine.progress import TerminalProgress
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import ipaddress
 
-from builder_ui.cli.arguments import (
-    pass_memory_budget,
-)
-from builder_ui.cli.options.ui import (
-    MAX_UPLOAD_MB,
-)
+from builder_ui.cli.arguments import pass_memory_budget
+from builder_ui.cli.options.ui import MAX_UPLOAD_MB
 
 
 def is_loopback(host: str) -> bool:

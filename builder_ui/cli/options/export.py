@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from builder_ui.cli.arguments import (
-    add_runs_argument,
-    positive_int,
-)
+from builder_ui.cli.arguments import add_runs_argument, positive_int
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

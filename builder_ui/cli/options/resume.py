@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from builder_ui.cli.arguments import (
-    add_runs_argument,
-)
+from builder_ui.cli.arguments import add_runs_argument
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

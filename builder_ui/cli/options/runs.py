@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from builder_ui.cli.arguments import (
-    add_runs_argument,
-)
+from builder_ui.cli.arguments import add_runs_argument
 from builder_ui.engine.records import STATUSES
 
 # The flags of `keras-seq runs` that change one run (at most one per call): flag -> its

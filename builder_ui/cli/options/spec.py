@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from builder_ui.cli.arguments import (
-    add_memory_budget_argument,
-    add_set_argument,
-)
+from builder_ui.cli.arguments import add_memory_budget_argument, add_set_argument
 
 
 def configure_schema(parser: argparse.ArgumentParser) -> None:

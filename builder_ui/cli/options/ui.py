@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from builder_ui.cli.arguments import (
-    add_memory_budget_argument,
-    add_runs_argument,
-)
+from builder_ui.cli.arguments import add_memory_budget_argument, add_runs_argument
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860

@@ -39,6 +39,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+from matplotlib.figure import Figure
+
 from builder_ui import files
 from builder_ui.engine.records import RunRecord
 from builder_ui.engine.store import RunStore
@@ -198,9 +201,6 @@ def compare(
     Returns:
         A `pandas.DataFrame`; missing values are NaN.
     """
-    # pandas loads when a table is made, not on import.
-    import pandas as pd
-
     records = select(store, run_ids, where=where)
     flats = [flatten(record.spec) for record in records]
     fields = _differing(flats)
@@ -544,9 +544,6 @@ def plot_curves(store: RunStore, run_ids: Iterable[str], metric: str = "val_loss
     Raises:
         ValueError: No run logged `metric` (the message lists what they logged).
     """
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
     records = select(store, run_ids, history=True)
     figure = Figure(figsize=(7, 4), layout="constrained")
     axes = figure.add_subplot()
@@ -624,9 +621,6 @@ def differences(store: RunStore, run_ids: Sequence[str]):
     Raises:
         ValueError: fewer than two runs; KeyError: a run that is not in the store.
     """
-    # pandas loads when a table is made, not on import.
-    import pandas as pd
-
     run_ids = list(dict.fromkeys(run_ids))
     if len(run_ids) < 2:
         raise ValueError(f"Pick two or more runs to see what differs, got {len(run_ids)}.")
@@ -675,9 +669,6 @@ def group_table(table, column: str, metrics: Sequence[str] | None = None):
     Raises:
         ValueError: `column` is not a column of `table` (the message lists them).
     """
-    # pandas loads when a table is made, not on import.
-    import pandas as pd
-
     if column not in table.columns:
         raise ValueError(
             f"Received an invalid value for argument `column`, expected a column of the "

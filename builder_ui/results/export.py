@@ -68,8 +68,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import keras
 import numpy as np
 
+import keras_seq  # registers its layers and models, which `load_model` reads
 from builder_ui import files
 from builder_ui.builders import load_spec, load_task
 from builder_ui.engine import artifacts, devices
@@ -79,6 +81,9 @@ from builder_ui.extras import missing_extra
 from builder_ui.results.inspection import translation_length
 from builder_ui.results.model_source import SourceError, model_source
 from builder_ui.specs import dump_spec
+from keras_seq.models import strategies
+from keras_seq.models.translator import Translator
+from keras_seq.tasks import ImageSpec, SequenceSpec, TargetSpec, TaskData, Vocabulary
 
 FORMATS = ("keras", "savedmodel", "python", "onnx", "litert")
 EXPORT_DIR = "export"
@@ -150,10 +155,6 @@ def load_trained_model(store: RunStore, run_id: str) -> Any:
         artifacts.check_model_archive(path, what=f"Run {run_id!r}: its model file")
     except artifacts.ArtifactError as error:
         raise ExportError(str(error)) from None
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    import keras_seq  # noqa: F401 - registers keras_seq's layers and models for loading
 
     try:
         return keras.saving.load_model(path, safe_mode=True)
@@ -193,9 +194,6 @@ def stored_task(store: RunStore, run_id: str) -> Any:
 
 
 def _task_from_document(document: dict[str, Any]) -> Any:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.tasks import ImageSpec, SequenceSpec, TargetSpec, TaskData, Vocabulary
-
     fields = {k: v for k, v in document["inputs"].items() if k not in ("dtype", "kind")}
     if document["inputs"]["kind"] == ImageSpec.kind:  # a captioning task's images
         inputs = ImageSpec(**fields)
@@ -354,8 +352,6 @@ def _check_decoding(format: str, decoding: Any) -> Any:
             f"of an encoder–decoder (their files hold the decode loop), got {decoding!r} with "
             f"format {format!r}"
         )
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.models import strategies
 
     try:
         return strategies.exportable(decoding)
@@ -366,9 +362,6 @@ def _check_decoding(format: str, decoding: Any) -> Any:
 def _decoding_of(model: Any, record, decoding: Any) -> Any:
     """The decoding of an encoder–decoder's export (`Beam()` unless given), checked for `model`;
     a decoding given for a model without a decode loop is refused."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.models import strategies
-
     if not _is_encoder_decoder(model):
         if decoding is None:
             return None
@@ -451,9 +444,6 @@ def _refuse_special(out: Path) -> None:
 
 
 def _export_savedmodel(place: _Place, record, decoding: Any) -> Path:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     if not _has_tensorflow():
         raise ExportError(
             "The 'savedmodel' format needs TensorFlow, which is not installed "
@@ -515,15 +505,6 @@ def _translator(model: Any, record, store: RunStore) -> Any:
             "not text: export it as 'keras' or 'python' (its SavedModel, ONNX and LiteRT files "
             "are written for text-to-text models only)."
         )
-    try:
-        # Keras loads on first use, not on import (specs and the app start without it).
-        from keras_seq.models.translator import Translator
-    except ImportError:
-        raise ExportError(
-            f"Run {record.id!r} trained an encoder–decoder, whose SavedModel is written by "
-            "keras_seq.models.translator, which this keras_seq does not have."
-        ) from None
-
     # The vocabularies the run recorded (its data file may have moved or changed since);
     # a run from before they were recorded makes them again from its spec.
     task = stored_task(store, record.id)
@@ -637,11 +618,6 @@ def _export_python(place: _Place, record) -> Path:
 
 
 def _docstring(record, model) -> str:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    import keras_seq
-
     spec_text = dump_spec(load_spec(record.spec)).rstrip()
     spec_lines = "\n".join(f"    {line}" for line in spec_text.splitlines())
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

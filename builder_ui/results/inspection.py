@@ -39,10 +39,27 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import keras
 import numpy as np
+from matplotlib.figure import Figure
 
 from builder_ui.builders.graph import decoder_block, translates
 from builder_ui.builders.graph_blocks import CAPTION_DECODER, POINTER_DECODER
+from keras_seq.diagnostics import (
+    gradient_flow,
+    plot_alignment,
+    plot_gaze,
+    plot_gradient_flow,
+    plot_position_similarity,
+    plot_positional_encoding,
+)
+from keras_seq.layers import (
+    LearnedPositionalEmbedding,
+    PatchEmbedding,
+    SinusoidalPositionalEncoding,
+)
+from keras_seq.models import Beam, Greedy, Sample
+from keras_seq.models.translator import Translator
 
 MAX_TYPED_CHARS = 10_000
 MAX_GRADIENT_STEPS = 200
@@ -106,9 +123,6 @@ class Decoding:
     def strategy(self) -> Any:
         """This method's fields as its `keras_seq.models` strategy: `Greedy()`, `Beam(...)` or
         `Sample(...)` (a top-k of 0 and a top-p of 1 are "every word": None there)."""
-        # Keras loads on first use, not on import (the app starts without it).
-        from keras_seq.models import Beam, Greedy, Sample
-
         if self.method == "beam":
             return Beam(
                 width=int(self.beam_width),
@@ -370,9 +384,6 @@ def translator(model: Any, task: Any) -> Any:
     translation took 0.6 s of which 0.45 s was the trace). The last `TRANSLATORS_KEPT` are
     kept, so what they hold alive is bounded.
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.models.translator import Translator
-
     with _TRANSLATORS_LOCK:
         for index, (kept_model, kept_task, kept) in enumerate(_TRANSLATORS):
             if kept_model is model and kept_task is task:
@@ -423,9 +434,6 @@ def _translate(model: Any, task: Any, text: str, index: Any, decoding: Decoding)
 
 
 def _point(model: Any, task: Any, text: str, index: Any) -> Prediction:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.diagnostics import plot_alignment
-
     reference = None
     if text:
         features = int(task.inputs.features)
@@ -463,9 +471,6 @@ def _point(model: Any, task: Any, text: str, index: Any) -> Prediction:
 
 
 def _image(model: Any, task: Any, text: str, index: Any) -> Prediction:
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
     if text:
         raise InspectError(
             "Input: a ViT reads images; leave the text empty and choose an example number."
@@ -485,11 +490,6 @@ def _image(model: Any, task: Any, text: str, index: Any) -> Prediction:
 
 def _caption(model: Any, task: Any, text: str, index: Any, decoding: Decoding) -> Prediction:
     """A validation image's caption, decoded as `decoding` says, and the gaze of each word."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    from keras_seq.diagnostics import plot_gaze
-
     if text:
         raise InspectError(
             "Input: a captioner reads images; leave the text empty and choose an example number."
@@ -585,9 +585,6 @@ def _frames(model: Any, task: Any, text: str, index: Any) -> Prediction:
     mean squared error of the prediction and, as a baseline, of the last
     input frame repeated; the table the same per future frame.
     """
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
-
     if text:
         raise InspectError(
             "Input: a next-frame model reads videos; leave the text empty and choose an "
@@ -651,9 +648,6 @@ def _all_layers(model: Any) -> list[Any]:
 
 def recurrent_layers(model: Any) -> list[Any]:
     """The model's recurrent layers (`keras.layers.RNN` and subclasses, inside wrappers too)."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     return [
         layer
         for layer in _all_layers(model)
@@ -663,9 +657,6 @@ def recurrent_layers(model: Any) -> list[Any]:
 
 def gradient_flow_figure(model: Any, sequence_length: int, *, title: str | None = None) -> Any:
     """‖∂L/∂x_t‖ against the lag for each trained recurrent layer, on one log-scale figure."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.diagnostics import gradient_flow, plot_gradient_flow
-
     layers = recurrent_layers(model)
     if not layers:
         raise InspectError(
@@ -681,10 +672,6 @@ def gradient_flow_figure(model: Any, sequence_length: int, *, title: str | None 
 
 def positional_figure(model: Any | None, task: Any | None, *, d_model: int = 64, length: int = 50):
     """The sinusoidal positional encoding of the model (or of `d_model` × `length`)."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.diagnostics import plot_positional_encoding
-    from keras_seq.layers import SinusoidalPositionalEncoding
-
     title = f"Sinusoidal positional encoding, d = {d_model}, {length} positions"
     if model is not None:
         layers = [
@@ -711,10 +698,6 @@ def _last_dim(layer: Any) -> int | None:
 
 def vit_similarity_figure(model: Any) -> Any:
     """Cosine similarity of the ViT's learned patch position embeddings, on the patch grid."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.diagnostics import plot_position_similarity
-    from keras_seq.layers import LearnedPositionalEmbedding, PatchEmbedding
-
     layers = _all_layers(model)
     if not any(isinstance(layer, PatchEmbedding) for layer in layers) or not any(
         isinstance(layer, LearnedPositionalEmbedding) for layer in layers

@@ -43,6 +43,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import keras
+from keras.src.models.functional import Functional
+
 # The longest line written before a call is split over several lines.
 LINE_WIDTH = 99
 INDENT = "    "
@@ -197,9 +200,6 @@ class _Writer:
     """Turns configs into calls, tracking the imports and names the script needs."""
 
     def __init__(self):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        import keras
-
         self.keras = keras
         self.imports: dict[str, set[str]] = {}  # module -> names imported from it
         self.namespace: dict[str, Any] = {"keras": keras}
@@ -366,16 +366,10 @@ class _Writer:
 
 
 def _is_functional(model: Any) -> bool:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras.src.models.functional import Functional
-
     return type(model) is Functional
 
 
 def _is_sequential(model: Any) -> bool:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     return type(model) is keras.Sequential
 
 
@@ -417,9 +411,6 @@ def _functional_body(writer: _Writer, model: Any, explicit_masks: bool) -> list[
     when the model was first built, unless `explicit_masks`: then every
     argument Keras recorded is written out, operations as `keras.ops` calls.
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     config = model.get_config()
     entries = config["layers"]
     by_name = {entry["name"]: entry for entry in entries}
@@ -535,9 +526,6 @@ def _functional_body(writer: _Writer, model: Any, explicit_masks: bool) -> list[
 
 def _operation_function(cls: type) -> str:
     """`keras.ops.not_equal` for the operation class `NotEqual`, if Keras has that function."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     snake = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
     if not callable(getattr(keras.ops, snake, None)):
         raise _CannotWrite(f"operation {cls.__name__} has no keras.ops function {snake}")

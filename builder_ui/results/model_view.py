@@ -19,6 +19,9 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+import keras
+from keras.src.models.functional import Functional
+
 
 @dataclass(frozen=True)
 class LayerInfo:
@@ -51,9 +54,6 @@ def _shape(operation: Any) -> str:
 
 
 def _flatten(structure: Any) -> list[Any]:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     return list(keras.tree.flatten(structure))
 
 
@@ -66,9 +66,6 @@ def _params(layer: Any) -> int:
 
 def is_graph(model: Any) -> bool:
     """Whether the model records its layer graph (a functional or sequential model)."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras.src.models.functional import Functional
-
     return isinstance(model, Functional)
 
 

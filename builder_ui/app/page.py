@@ -19,8 +19,9 @@ TCP peer (or per client a `--trusted-proxy` forwards);
 no `allowed_paths`, so the
 server sends only what the app itself returns (downloads are copied into a
 temporary directory first); a Host check without `--auth` and security
-headers on every answer (`builder_ui.app.serving`). Keras and TensorFlow are imported when first
-needed (building, training), so the page is up in seconds.
+headers on every answer (`builder_ui.app.serving`). Keras and keras_seq load with this module
+(the first spec check builds a model); `keras-seq ui` hides the GPUs from the server process
+before they do, so that only the training processes take GPU memory.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ from typing import Any
 
 import gradio as gr
 
+# Keras and every keras_seq module load with this module, before the server takes a request
+# (the first model summary needs them): loaded in a background thread instead, they raced the
+# handlers' own imports of keras_seq modules, and Python's per-module import locks left each
+# thread a partly initialised module ("cannot import name 'TaskData' from partially
+# initialized module 'keras_seq.tasks.base'").
+import keras_seq  # noqa: F401
 from builder_ui.app import actions, serving, uploads
 from builder_ui.app.tabs.about import about_tab
 from builder_ui.app.tabs.build import build_tab
@@ -43,7 +50,6 @@ from builder_ui.app.tabs.export import export_tab
 from builder_ui.app.tabs.inspect import inspect_tab
 from builder_ui.app.tabs.lab import lab_tab
 from builder_ui.app.tabs.train import train_tab
-from builder_ui.engine.slots import keep_gpus_for_training
 
 TITLE = "keras_seq builder"
 MAX_FILE_SIZE = uploads.MAX_UPLOAD_BYTES
@@ -179,24 +185,17 @@ def start(
 ) -> tuple[gr.Blocks, str]:
     """Build the app and serve it in a background thread; returns `(app, local URL)`.
 
-    Stop it with `stop(app)`. The GPUs are left to the training processes
-    (`keep_gpus_for_training`): summaries and inspections run on the CPU.
+    Stop it with `stop(app)`. The GPUs are left to the training processes when
+    `engine.slots.keep_gpus_for_training()` ran before this module was imported (it loads
+    Keras; `keras-seq ui` does so): summaries and inspections then run on the CPU.
     `X-Forwarded-For` is believed only from `trusted_proxies` (addresses or
     networks; `serving.trusted_proxies`). With `warm_up` the training processes
     start now, so the first run starts at once; without, when the first run is
     queued (a quicker start for browsing results).
     """
-    keep_gpus_for_training()
     app = build_app(runs_dir, slots=slots, data_dirs=data_dirs, max_upload_bytes=max_upload_bytes)
     if warm_up:  # the training processes load Keras meanwhile, for the first run
         app.keras_seq_context.jobs.warm_up()
-    # Keras and every keras_seq module load here, in this thread, before the server takes a
-    # request (the first model summary needs them): loaded in a background thread instead,
-    # it raced the handlers' own imports of keras_seq modules, and Python's per-module import
-    # locks left each thread a partly initialised module ("cannot import name 'TaskData' from
-    # partially initialized module 'keras_seq.tasks.base'").
-    import keras_seq  # noqa: F401
-
     cap = serving.request_cap(max_upload_bytes)
     with serving.trusted_proxies(trusted_proxies):
         _, local_url, _ = app.launch(

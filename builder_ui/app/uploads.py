@@ -37,6 +37,7 @@ from builder_ui import builders, files
 from builder_ui.builders import load_spec
 from builder_ui.builders.tasks import CsvSequencesParams
 from builder_ui.specs import SpecError
+from keras_seq.tasks.parallel_text import MAX_FILE_BYTES
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 PREVIEW_ROWS = 20
@@ -166,9 +167,6 @@ def _load(task: dict[str, Any]) -> Any:
 def reading_limit(kind: str) -> int:
     """The largest file of `kind` that its task's loader reads, in bytes."""
     if kind == "parallel_text":
-        # Keras loads on first use, not on import (the app starts without it).
-        from keras_seq.tasks.parallel_text import MAX_FILE_BYTES
-
         return MAX_FILE_BYTES
     return CsvSequencesParams.model_fields["max_bytes"].default
 

@@ -7,6 +7,7 @@ import ipaddress
 
 from builder_ui.cli.arguments import pass_memory_budget
 from builder_ui.cli.options.ui import MAX_UPLOAD_MB
+from builder_ui.engine.slots import keep_gpus_for_training
 
 
 def is_loopback(host: str) -> bool:
@@ -41,7 +42,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 f"--max-upload-mb: expected 1 to {MAX_UPLOAD_MB}, got {args.max_upload_mb}"
             )
         limits["max_upload_bytes"] = args.max_upload_mb * 2**20
-    # Loaded when the command runs: `keras-seq --help` imports no pydantic, YAML or Gradio.
+    # The GPUs are hidden from this process before the app's modules load Keras (and a
+    # backend); the app is loaded once its options are checked, which then need no Keras.
+    keep_gpus_for_training()
     from builder_ui.app.page import launch
     from builder_ui.app.serving import ListenError, check_proxy_address
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import keras
 import yaml
 
 from builder_ui import builders
@@ -307,9 +308,6 @@ def summarize(text: str, ctx: AppContext | None = None) -> ModelSummary:
     Raises:
         SpecError: any problem, with its field path (the data and the builder's checks too).
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     result = check(text, ctx)
     if not result.ok:
         raise SpecError(result.problems)

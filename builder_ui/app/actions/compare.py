@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from builder_ui.app.context import AppContext, AppError
@@ -30,6 +31,7 @@ from builder_ui.engine.store import RunNotFoundError
 from builder_ui.engine.train import TRACEBACK_FILE
 from builder_ui.results import charts, compare, importance, report
 from builder_ui.results.inspection import translator
+from keras_seq.metrics import evaluate_by_length
 
 
 @dataclass(frozen=True)
@@ -683,11 +685,6 @@ BLEU_ARTIFACT = "bleu_by_length.csv"
 
 def bleu_table(ctx: AppContext, run_id: str):
     """BLEU per source-length bucket of a finished seq2seq run, computed once and kept."""
-    # pandas loads when a table is made, not on import.
-    import pandas as pd
-
-    from keras_seq.metrics import evaluate_by_length
-
     record = ctx.record(run_id)
     if not translates(record.spec):
         raise AppError(f"Run {run_id} is not a seq2seq run; BLEU by length needs a translator.")
@@ -712,9 +709,6 @@ def bleu_chart(ctx: AppContext, run_ids: Sequence[str]):
     exact match and token accuracy (0–1) have 2. The unrounded table is kept with each
     run (`bleu_table`).
     """
-    # pandas loads when a table is made, not on import.
-    import pandas as pd
-
     curves = []
     for run_id in run_ids or []:
         record = ctx.record(run_id)

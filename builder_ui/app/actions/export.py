@@ -19,13 +19,14 @@ from pathlib import Path
 from builder_ui.app.context import AppContext, AppError
 from builder_ui.builders.graph import translates
 from builder_ui.results import export
+from keras_seq.models import Beam, Greedy
 
 # The Export tab's decoding choice: its values, and the defaults of the tab's inputs (those of
-# `keras_seq.models.Beam()`, written here so that the app starts without Keras).
+# `keras_seq.models.Beam()`).
 DECODINGS = {"beam": "Beam search", "greedy": "Greedy"}
 DEFAULT_DECODING = "beam"
-DEFAULT_BEAM_WIDTH = 4
-DEFAULT_LENGTH_PENALTY = 0.6
+DEFAULT_BEAM_WIDTH = Beam().width
+DEFAULT_LENGTH_PENALTY = Beam().length_penalty
 
 EXPORT_FORMATS = {
     "savedmodel": "TensorFlow SavedModel (zip)",
@@ -60,9 +61,6 @@ def chooses_decoding(ctx: AppContext, run_id: str | None, fmt: str | None) -> bo
 
 def _strategy(method: str, beam_width: object, length_penalty: object):
     """`keras_seq.models.Greedy()` or `Beam(beam_width, length_penalty)`, or an `AppError`."""
-    # Keras loads on first use, not on import (the app starts without it); the export needs it.
-    from keras_seq.models import Beam, Greedy
-
     if method not in DECODINGS:
         raise AppError(f"Decoding: expected one of {', '.join(DECODINGS)}, got {method!r}.")
     if method == "greedy":

@@ -11,6 +11,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import pandas as pd
+from matplotlib.figure import Figure
+
 from builder_ui.app.actions.build import check
 from builder_ui.app.context import AppContext, AppError
 from builder_ui.builders import (
@@ -336,9 +339,6 @@ def _main_metric(logs: Mapping[str, float]) -> str:
 
 def queue_frame(ctx: AppContext):
     """The queue as a table: waiting and training runs (this app's and others'), recent ones."""
-    # pandas loads when a table is made, not on import.
-    import pandas as pd
-
     jobs = ctx.jobs.jobs()
     ours = {job.run_id for job in jobs}
     active = [job for job in jobs if job.state in ("queued", "running")]
@@ -596,9 +596,6 @@ def progress_html(ctx: AppContext, run_id: str | None) -> str:
 
 def curves_frame(ctx: AppContext, run_id: str | None):
     """A run's per-epoch metrics in long form (`epoch`, `value`, `metric`), for a line plot."""
-    # pandas loads when a table is made, not on import.
-    import pandas as pd
-
     columns = ["epoch", "value", "metric"]
     if not run_id:
         return pd.DataFrame(columns=columns).astype(CURVE_DTYPES)
@@ -631,8 +628,6 @@ def live_curves_figure(ctx: AppContext, run_id: str | None):
     frame = curves_frame(ctx, run_id)
     if frame.empty:
         return None
-    # matplotlib loads when a figure is drawn, not on import.
-    from matplotlib.figure import Figure
 
     names = list(dict.fromkeys(frame["metric"]))
     groups = [

@@ -150,7 +150,7 @@ def measure(settings, log=print):
     import keras
 
     from builder_ui.builders import graph_shapes
-    from builder_ui.builders.graph import graph_report
+    from builder_ui.builders.graph_model import graph_report
 
     documents = {"blocks_4": document(small_graph()), "blocks_30": document(large_graph())}
     reports = {}

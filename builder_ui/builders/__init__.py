@@ -11,8 +11,13 @@
   `sequence_regressor`), `vision` (`vision_transformer`), `show_attend_tell`
   (`show_attend_tell`), `pointer`
   (`pointer_network`), `seq2seq` (`seq2seq`), `graph` (`graph`: blocks wired
-  on the canvas; `graph_blocks` its catalog, `graph_shapes` its walk). Importing
-  this package registers them; each imports Keras only when it builds a model.
+  on the canvas; `graph_params` its fields, `graph_structure` their wiring,
+  `graph_blocks` its catalog). Importing this package registers them, without Keras.
+- The Keras side, with Keras imported at the top: `graph_model` (every built-in type's
+  checks, estimate and model, and the canvas's `graph_report`), over `graph_shapes` (the
+  walk), `graph_fit` (one training step, traced), `graph_kernels`, `graph_decoder`, and
+  `graph_import` (a `.keras` file as a graph). The builders load it at a model's first
+  check, estimate or build: a spec loads, and a process picks its Keras backend, first.
   How the encoder–decoders train and are scored: `translating`, `captioning`,
   `pointing`.
 - `short_forms`: every named model type but `graph` written out as graph nodes,

@@ -11,9 +11,11 @@ and `gaze_chance`, what a uniform gaze would put there.
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 
 from builder_ui.builders.translating import Translating
+from keras_seq.diagnostics.gaze import gaze_on_objects
 
 
 class Captioning(Translating):
@@ -38,11 +40,6 @@ def mean_gaze(model, task):
     The teacher-forced weights are computed `_GAZE_BATCH` images at a time, to bound their
     memory (`keras_seq.diagnostics.gaze`).
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    from keras_seq.diagnostics.gaze import gaze_on_objects
-
     parts = {"mass": [], "chance": [], "other": []}
     annotations = task.annotations
     for start in range(0, len(task.x_val), _GAZE_BATCH):

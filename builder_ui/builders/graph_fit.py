@@ -24,7 +24,7 @@ A graph with a decoder block (token-sequence or pointer targets) is checked up
 to it: the decoder and the Output are the model's own (`AssembledSeq2Seq`,
 `AssembledTransformerSeq2Seq`, `PointerNetwork`), trained with teacher forcing.
 
-Each problem is a `graph_shapes.NodeProblem` at its block: the node whose layer
+Each problem is a `graph_structure.NodeProblem` at its block: the node whose layer
 raised, in the layer's own words, or the Output whose shape the loss cannot
 compare with the targets. Outcomes are kept by graph and task (`CACHE_SIZE`),
 since the canvas asks again after every change.
@@ -33,16 +33,17 @@ since the canvas asks again after every change.
 from __future__ import annotations
 
 import collections
-import functools
 import json
 import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from builder_ui.builders import graph_blocks, graph_shapes
+import keras
+
+from builder_ui.builders import graph_blocks, graph_shapes, graph_structure
 from builder_ui.builders.graph_blocks import DECODERS, OUTPUT, decoded_kind
-from builder_ui.builders.graph_shapes import NodeProblem
+from builder_ui.builders.graph_structure import NodeProblem, node_label
 
 CACHE_SIZE = 64  # graphs whose outcome is kept (see the module docstring)
 _CALLED_IN = re.compile(r"Exception encountered when calling (\w+)\.call\(\)")
@@ -108,14 +109,11 @@ def fit_problems(
 def _trace(
     nodes: Sequence[Mapping[str, Any]], task: Any, walk: graph_shapes.Walk, loss: Any
 ) -> list[NodeProblem]:
-    # Keras loads on first use, not on import (validating a spec must not load it).
-    import keras
-
     decoded = decoded_kind(task) is not None  # the decoder's model writes the outputs
     skip = (
         {node["id"] for node in nodes if node["layer"] in (*DECODERS, OUTPUT)} if decoded else set()
     )
-    order, _ = graph_shapes.topological_order(nodes)
+    order, _ = graph_structure.topological_order(nodes)
     order = [
         index
         for index in order
@@ -187,16 +185,14 @@ def _symbolic_call(step: Any, x: Any, y: Any) -> None:
     """`step(x, y)` on placeholders of `x` and `y`, as the backend traces without running.
 
     TensorFlow traces into a scratch graph and JAX into `jax.eval_shape`, through a
-    layer called on them (`_step_layer`), with Keras' public API only. On PyTorch that
+    layer called on them (`_TrainingStep`), with Keras' public API only. On PyTorch that
     symbolic call falls back to real tensors (every weight initialised for real) where the
     meta device fails; here the call runs on the meta device only, its batch axis 8, and a
     layer that the meta device cannot run ends the check without a verdict
     (`_meta_device_limit`).
     """
-    import keras  # loaded on first use (see `_trace`)
-
     if keras.backend.backend() != "torch":
-        _step_layer()(step)(x, y)  # a layer called on placeholders: traced, never run
+        _TrainingStep(step)(x, y)  # a layer called on placeholders: traced, never run
         return
     import torch  # the backend in use: loaded already
 
@@ -204,33 +200,22 @@ def _symbolic_call(step: Any, x: Any, y: Any) -> None:
         step(*(keras.ops.ones([d or 8 for d in t.shape], dtype=t.dtype) for t in (x, y)))
 
 
-@functools.cache
-def _step_layer() -> type:
-    """A layer whose call is the training step, made once Keras is loaded. Called on
-    placeholders, Keras traces it symbolically (`Layer.compute_output_spec`: TensorFlow
-    into a scratch graph, JAX through `jax.eval_shape`): its public way to."""
-    import keras  # loaded on first use (see `_trace`)
+class _TrainingStep(keras.layers.Layer):
+    """A layer whose call is the training step. Called on placeholders, Keras traces it
+    symbolically (`Layer.compute_output_spec`: TensorFlow into a scratch graph, JAX through
+    `jax.eval_shape`): its public way to."""
 
-    class Step(keras.layers.Layer):
-        def __init__(self, step: Any):
-            super().__init__(name="training_step_check")
-            self.step = step
+    def __init__(self, step: Any):
+        super().__init__(name="training_step_check")
+        self.step = step
 
-        def call(self, x, y):
-            return self.step(x, y)
-
-    return Step
+    def call(self, x, y):
+        return self.step(x, y)
 
 
 def _meta_device_limit(error: BaseException) -> bool:
     """Whether PyTorch's meta device, not the layer, refused (`.item()` on a meta tensor)."""
-    import keras  # loaded on first use (see `_trace`)
-
     return keras.backend.backend() == "torch" and "meta" in str(error).lower()
-
-
-def _label(node: Mapping[str, Any]) -> str:
-    return f"{node['id']} ({node['layer']})"
 
 
 def _call_problem(
@@ -249,7 +234,7 @@ def _call_problem(
         index,
         node["id"],
         where,
-        f"{_label(node)} on {given}: the shapes pass, but its call fails as model.fit "
+        f"{node_label(node)} on {given}: the shapes pass, but its call fails as model.fit "
         f"runs it: {words}",
     )
 
@@ -272,7 +257,9 @@ def _output_problem(
         return None
     gives = graph_shapes.shape_text(shape)
     targets = graph_shapes.shape_text((None, *task.targets.shape))
-    message = f"{_label(nodes[index])} gives {gives}, but task {task.name!r} has targets {targets}"
+    message = (
+        f"{node_label(nodes[index])} gives {gives}, but task {task.name!r} has targets {targets}"
+    )
     if expected is not None:
         wanted = graph_shapes.shape_text((None, *expected))
         message += f", which its loss, {loss_name(loss)}, compares with outputs {wanted}"

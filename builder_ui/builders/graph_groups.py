@@ -42,7 +42,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from builder_ui.builders.graph_shapes import NodeProblem
+from builder_ui.builders.graph_structure import NodeProblem
 from builder_ui.specs import StrictModel
 
 MAX_REPEAT = 64

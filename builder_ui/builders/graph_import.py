@@ -43,7 +43,7 @@ block for, a layer called more than once (shared weights), a layer whose second 
 (an RNN's state) is read, a constructor argument no block sets at a value of its own
 (`return_state`, `stateful`, `lora_rank`), a layer called with a tensor or a setting its
 block does not pass (`use_causal_mask=True`), a parameter that is no JSON value (a
-regularizer object), and more than `graph.MAX_NODES` nodes.
+regularizer object), and more than `graph_params.MAX_NODES` nodes.
 """
 
 from __future__ import annotations
@@ -57,8 +57,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import keras
+from keras.src.models.functional import Functional
+
+import keras_seq.layers  # noqa: F401 - its layers register themselves as serializable
 from builder_ui.builders import graph_blocks
-from builder_ui.builders.graph import MAX_NODES
+from builder_ui.builders.graph_params import MAX_NODES
 from builder_ui.specs import SpecError
 
 SUFFIX = ".keras"
@@ -196,12 +200,6 @@ def _no_block(layer_name: Any, class_name: Any) -> str:
 
 def _load(path: Path, name: str) -> Any:
     """The model, loaded as the app loads every saved model (`safe_mode=True`)."""
-    # Keras loads on first use, not on import (specs and the app start without it); keras_seq's
-    # layers register themselves as serializable when imported.
-    import keras
-
-    import keras_seq.layers  # noqa: F401
-
     try:
         return keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as error:  # whatever Keras raises for a file it cannot read
@@ -260,9 +258,6 @@ class _Walker:
     """The model's graph, walked from its output back to its input."""
 
     def __init__(self, model: Any, name: str):
-        # Loaded already (the model is Keras's); imported here as every function of a builder.
-        import keras
-
         self.keras = keras
         self.model = model
         self.name = name
@@ -277,7 +272,6 @@ class _Walker:
 
     def nodes(self) -> list[dict[str, Any]]:
         # The class `keras.Model(inputs, outputs)` makes (not public; a subclass is refused).
-        from keras.src.models.functional import Functional
 
         keras = self.keras
         model = self.model

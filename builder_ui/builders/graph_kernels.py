@@ -95,6 +95,8 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+import keras
+
 BACKENDS = ("tensorflow", "jax", "torch")
 _BACKEND_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
 HALF_PRECISIONS = ("mixed_float16", "mixed_bfloat16")
@@ -317,7 +319,6 @@ def run_backend(train_backend: Any = None) -> str:
     process's Keras backend (imports Keras)."""
     if train_backend in BACKENDS:
         return train_backend
-    import keras  # loaded already where a walk ran
 
     return keras.backend.backend()
 
@@ -331,8 +332,6 @@ def gpu_available() -> bool:
     process hides its GPUs from itself for the training processes, so the app asks its
     training slots instead and passes the answer to `graph_report(gpu=...)`.
     """
-    import keras  # loaded already where a walk ran
-
     backend = keras.backend.backend()
     try:
         # Only the backend Keras runs on is asked (importing another would load it for nothing).

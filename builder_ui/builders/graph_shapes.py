@@ -3,8 +3,8 @@
     nodes ─▶ structure (ids, blocks, ports, references, cycles, dangling) ─▶ topological order
           ─▶ per node: parameters checked against the constructor ─▶ layer made ─▶ layer called
 
-`structure_problems(nodes)` needs no Keras: it is what the spec's pydantic
-model refuses. `walk(nodes, task, symbolic=True)` calls every layer on
+The structure comes first (`graph_structure`, without Keras: what the spec's pydantic
+model refuses). `walk(nodes, task, symbolic=True)` calls every layer on
 `keras.KerasTensor`s inside a `keras.StatelessScope` that does not initialise
 variables, so a layer's weights get a shape but no memory (an Embedding of
 10⁶ × 1000 costs nothing), and gives each node's output shape or the layer's
@@ -29,256 +29,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import keras
+from keras.src.backend.common import global_state
+
 from builder_ui.builders import graph_blocks
 from builder_ui.builders.graph_blocks import DECODERS, INPUT, OUTPUT, decoded_kind, decoders_for
+from builder_ui.builders.graph_structure import (
+    NodeProblem,
+    _sources,
+    node_label,
+    structure_problems,
+    topological_order,
+)
 from builder_ui.specs.errors import shown
 
 MAX_MESSAGE = 400  # characters of a layer's own error message kept
 CACHE_SIZE = 1024  # symbolic outcomes kept (see `_OutcomeCache`)
-
-
-@dataclass(frozen=True)
-class NodeProblem:
-    """A problem with one node: its index in `nodes`, id, the field under it, the message.
-
-    `field` is relative to the node (`"inputs.query"`, `"params.units"`,
-    `""` for the node as a whole); `index` is None for a problem of the
-    whole graph (no Input node).
-    """
-
-    index: int | None
-    node_id: str | None
-    field: str
-    message: str
-
-    @property
-    def path(self) -> str:
-        """The path under `model` (`nodes[3].inputs.query`)."""
-        if self.index is None:
-            return "nodes"
-        return f"nodes[{self.index}]" + (f".{self.field}" if self.field else "")
-
-
-def _label(node: Mapping[str, Any]) -> str:
-    return f"{node.get('id')} ({node.get('layer')})"
-
-
-def _sources(value: Any) -> list[str]:
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _port_problems(index: int, node: Mapping[str, Any], ids: set[str]) -> list[NodeProblem]:
-    """Unknown ports, lists in one-input ports, short lists, missing references, open ports."""
-    item = graph_blocks.block(node["layer"])
-    problems = []
-    label, node_id = _label(node), node["id"]
-    for port, value in node.get("inputs", {}).items():
-        where = f"inputs.{port}"
-        if port not in item.all_ports:
-            known = ", ".join(item.all_ports) or "none"
-            problems.append(
-                NodeProblem(
-                    index,
-                    node_id,
-                    where,
-                    f"{label} has no port {port!r}; its ports: {known}",
-                )
-            )
-            continue
-        if port in item.variadic:
-            if not isinstance(value, list) or len(value) < 2:
-                problems.append(
-                    NodeProblem(
-                        index,
-                        node_id,
-                        where,
-                        f"{label} port {port}: expected a list of 2 or more node ids "
-                        f"(it joins several tensors), got {value!r}",
-                    )
-                )
-                continue
-        elif isinstance(value, list) and (port not in item.states or not value):
-            problems.append(
-                NodeProblem(
-                    index,
-                    node_id,
-                    where,
-                    f"{label} port {port} takes one input, got {len(value)}: {value!r}; "
-                    "join them first (Add or Concatenate)",
-                )
-            )
-            continue
-        for source in _sources(value):
-            if source not in ids:
-                problems.append(
-                    NodeProblem(index, node_id, where, f"{label} port {port}: no node {source!r}")
-                )
-    for port in item.ports:
-        if port not in node.get("inputs", {}):
-            problems.append(
-                NodeProblem(
-                    index, node_id, f"inputs.{port}", f"{label} port {port} is not connected"
-                )
-            )
-    return problems
-
-
-def _node_problems(index: int, node: Mapping[str, Any], seen: dict[str, int]) -> list[NodeProblem]:
-    """Duplicate ids, unknown blocks, and what Input and Output may not have."""
-    node_id, layer = node["id"], node["layer"]
-    if node_id in seen:
-        return [
-            NodeProblem(
-                index, node_id, "id", f"duplicate id {node_id!r} (also node {seen[node_id]})"
-            )
-        ]
-    seen[node_id] = index
-    if graph_blocks.block(layer) is None:
-        names = ", ".join(graph_blocks.block_names())
-        return [
-            NodeProblem(
-                index, node_id, "layer", f"{_label(node)}: unknown block; expected one of {names}"
-            )
-        ]
-    if layer in (INPUT, OUTPUT) and node.get("params"):
-        why = "its shape comes from the task" if layer == INPUT else "the task sets its size"
-        return [NodeProblem(index, node_id, "params", f"{_label(node)} takes no params ({why})")]
-    if layer == INPUT and node.get("inputs"):
-        return [NodeProblem(index, node_id, "inputs", f"{_label(node)} takes no inputs")]
-    return []
-
-
-def _count_problems(nodes: Sequence[Mapping[str, Any]], layer: str) -> list[NodeProblem]:
-    found = [index for index, node in enumerate(nodes) if node["layer"] == layer]
-    if not found:
-        return [NodeProblem(None, None, "", f"expected exactly one {layer} node, got none")]
-    return [
-        NodeProblem(
-            index,
-            nodes[index]["id"],
-            "layer",
-            f"{_label(nodes[index])}: expected exactly one {layer} node, got {len(found)} "
-            f"({', '.join(nodes[i]['id'] for i in found)})",
-        )
-        for index in found[1:]
-    ]
-
-
-def edges_of(nodes: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
-    """`(source, target, port)` of every reference, in node and port order."""
-    return [
-        (source, node["id"], port)
-        for node in nodes
-        for port, value in node.get("inputs", {}).items()
-        for source in _sources(value)
-        if isinstance(source, str)
-    ]
-
-
-def topological_order(nodes: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int]]:
-    """Node indices in an order where every node follows its inputs, and those on cycles.
-
-    Edges to unknown ids are ignored; among ready nodes the spec's order is kept.
-    """
-    index_of = {node["id"]: index for index, node in enumerate(nodes)}
-    waiting = {index: set() for index in range(len(nodes))}
-    for source, target, _ in edges_of(nodes):
-        if source in index_of:
-            waiting[index_of[target]].add(index_of[source])
-    order, done = [], set()
-    progress = True
-    while progress:
-        progress = False
-        for index in range(len(nodes)):
-            if index not in done and waiting[index] <= done:
-                order.append(index)
-                done.add(index)
-                progress = True
-    return order, [index for index in range(len(nodes)) if index not in done]
-
-
-def _reach(start: set[str], links: dict[str, set[str]]) -> set[str]:
-    seen, todo = set(start), list(start)
-    while todo:
-        for other in links.get(todo.pop(), ()):
-            if other not in seen:
-                seen.add(other)
-                todo.append(other)
-    return seen
-
-
-def _flow_problems(nodes: Sequence[Mapping[str, Any]]) -> list[NodeProblem]:
-    """Cycles, nodes that do not lead to Output, an Output that Input does not reach."""
-    _, stuck = topological_order(nodes)
-    problems = []
-    forward: dict[str, set[str]] = {}
-    for source, target, _ in edges_of(nodes):
-        forward.setdefault(source, set()).add(target)
-    # Stuck nodes are on a cycle or after one; those on it reach themselves.
-    cyclic = [
-        i for i in stuck if nodes[i]["id"] in _reach(forward.get(nodes[i]["id"], set()), forward)
-    ]
-    if cyclic:
-        names = ", ".join(nodes[index]["id"] for index in cyclic)
-        for index in cyclic:
-            problems.append(
-                NodeProblem(
-                    index,
-                    nodes[index]["id"],
-                    "inputs",
-                    f"{_label(nodes[index])} is on a cycle (through {names}); a graph model "
-                    "feeds forward only",
-                )
-            )
-        return problems
-    backward: dict[str, set[str]] = {}
-    for source, target, _ in edges_of(nodes):
-        backward.setdefault(target, set()).add(source)
-    outputs = {node["id"] for node in nodes if node["layer"] == OUTPUT}
-    inputs = {node["id"] for node in nodes if node["layer"] == INPUT}
-    leads_out = _reach(outputs, backward)
-    from_input = _reach(inputs, forward)
-    for index, node in enumerate(nodes):
-        if node["id"] not in leads_out and node["layer"] != OUTPUT:
-            problems.append(
-                NodeProblem(
-                    index,
-                    node["id"],
-                    "",
-                    f"{_label(node)} does not lead to the Output node; connect its output "
-                    "or delete it",
-                )
-            )
-        elif node["layer"] == OUTPUT and node["id"] not in from_input and inputs:
-            problems.append(
-                NodeProblem(
-                    index, node["id"], "inputs.x", f"{_label(node)} is not reached from the Input"
-                )
-            )
-    return problems
-
-
-def structure_problems(nodes: Sequence[Mapping[str, Any]]) -> list[NodeProblem]:
-    """Everything wrong with the graph's structure, found without Keras.
-
-    Each node is a mapping with `id`, `layer` and optionally `inputs`, `params`.
-    """
-    seen: dict[str, int] = {}
-    problems = []
-    for index, node in enumerate(nodes):
-        problems += _node_problems(index, node, seen)
-    if problems:
-        return problems
-    ids = set(seen)
-    for index, node in enumerate(nodes):
-        problems += _port_problems(index, node, ids)
-    problems += _count_problems(nodes, INPUT) + _count_problems(nodes, OUTPUT)
-    if problems:
-        return problems
-    return _flow_problems(nodes)
-
-
-# The walk (Keras) -----------------------------------------------------------
 
 
 @dataclass
@@ -324,7 +90,7 @@ def _param_problems(index: int, node: Mapping[str, Any], item: Any) -> list[Node
     `"false"`, as true; keras_seq's layers refuse them, `keras_seq.argument_checks.boolean`)."""
     offered = {param.name: param for param in graph_blocks.parameters(item)}
     given = node.get("params", {})
-    label = _label(node)
+    label = node_label(node)
     problems = [
         NodeProblem(
             index,
@@ -392,9 +158,6 @@ def filled_params(
 
 def make_layer(item: Any, node_id: str, params: dict[str, Any]) -> Any:
     """The block's layer named `node_id` (a recurrent one wrapped in Bidirectional if asked)."""
-    # Keras loads on first use, not on import (validating a spec must not load it).
-    import keras
-
     params = dict(params)
     bidirectional = params.pop("bidirectional", False) if item.recurrent else False
     merge_mode = params.pop("merge_mode", "concat") if item.recurrent else None
@@ -407,8 +170,6 @@ def make_layer(item: Any, node_id: str, params: dict[str, Any]) -> Any:
 
 
 def _head(node_id: str, task: Any) -> Any:
-    import keras  # loaded on first use (see make_layer)
-
     targets = task.targets
     if targets.kind in ("classification", "sequence"):
         classes = targets.num_classes if targets.kind == "classification" else targets.vocab_size
@@ -488,8 +249,6 @@ def state_sources(nodes: Sequence[Mapping[str, Any]]) -> frozenset[str]:
 def _split_state(node_id: str, layer: Any, outputs: Any) -> tuple[Any, tuple[Any, ...]]:
     """A `return_state` layer's outputs as (its sequence, its final state tensors), a
     bidirectional layer's directions joined state by state (named `<id>_state_<i>`)."""
-    import keras  # loaded on first use (see make_layer)
-
     sequence, *states = outputs
     if isinstance(layer, keras.layers.Bidirectional):
         half = len(states) // 2
@@ -545,7 +304,7 @@ def _compute(
                 params["return_state"] = True
             layer = make_layer(item, node_id, params)
         except (ValueError, TypeError) as error:
-            return _Outcome(None, None, (("params", f"{_label(node)}: {layer_words(error)}"),))
+            return _Outcome(None, None, (("params", f"{node_label(node)}: {layer_words(error)}"),))
     try:
         outputs = call_block(item, layer, node, tensors, states)
         if returns_state:
@@ -556,7 +315,9 @@ def _compute(
         ports = list(node.get("inputs", {}))
         where = f"inputs.{ports[0]}" if len(ports) == 1 else "inputs"
         given = given_shapes(item, node, tensors)
-        return _Outcome(None, None, ((where, f"{_label(node)} on {given}: {layer_words(error)}"),))
+        return _Outcome(
+            None, None, ((where, f"{node_label(node)} on {given}: {layer_words(error)}"),)
+        )
 
 
 def _signature(tensor: Any) -> tuple[Any, ...]:
@@ -638,9 +399,6 @@ def _step(
     returns_state: frozenset[str] = frozenset(),
 ) -> None:
     """One node's outcome (from the cache when `cached` and known), recorded in `walk`."""
-    # Keras loads on first use (see make_layer).
-    import keras
-
     node_id = node["id"]
     if node["layer"] == INPUT:
         inputs = task.inputs
@@ -685,7 +443,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
             index,
             nodes[index]["id"],
             "layer",
-            f"{_label(nodes[index])}: the task's targets are {kind}, which a "
+            f"{node_label(nodes[index])}: the task's targets are {kind}, which a "
             f"{nodes[index]['layer']} does not write"
             + (f"; use a {' or '.join(allowed)}" if allowed else ""),
         )
@@ -711,7 +469,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
             index,
             nodes[index]["id"],
             "layer",
-            f"{_label(nodes[index])}: expected exactly one decoder block, got {len(decoders)}",
+            f"{node_label(nodes[index])}: expected exactly one decoder block, got {len(decoders)}",
         )
         for index in decoders[1:]
     ]
@@ -736,7 +494,7 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
                     index,
                     node["id"],
                     "inputs.x",
-                    f"{_label(node)}: in a graph with a decoder the Output reads the "
+                    f"{node_label(node)}: in a graph with a decoder the Output reads the "
                     f"{decoder_layer} ({decoder}) directly: its distribution is over "
                     f"{outputs} at each step",
                 )
@@ -747,8 +505,9 @@ def task_problems(nodes: Sequence[Mapping[str, Any]], task: Any) -> list[NodePro
                     index,
                     node["id"],
                     f"inputs.{reads[0]}",
-                    f"{_label(node)} port {reads[0]}: only the Output may read the {decoder_layer} "
-                    f"({decoder}); the decoder's steps are the model's last layer before it",
+                    f"{node_label(node)} port {reads[0]}: only the Output may read the "
+                    f"{decoder_layer} ({decoder}); the decoder's steps are the model's last "
+                    "layer before it",
                 )
             )
     return problems
@@ -799,11 +558,6 @@ def unallocated():
     variables made here are taken off that list, so that no later scope ever
     allocates the weights of a graph that was only being checked.
     """
-    import keras  # loaded on first use (see make_layer)
-
-    # Keras has no public handle on that list; it lives in its global state.
-    from keras.src.backend.common import global_state
-
     key = "uninitialized_variables"
     kept = {id(variable) for variable in global_state.get_global_attribute(key) or []}
     try:

@@ -10,8 +10,8 @@ Adam. Building it to count its weights would allocate them, so a builder counts
 them without allocating (`ModelBuilder.estimate`). A `graph`, and each short
 form, each of which builds as one (`short_forms`), is counted from the model
 itself: its layers built symbolically, in a stateless scope that gives every
-weight a shape and no memory (`graph.estimate_nodes`), each layer's weights
-its `count_params()` and its activations what `kept_floats` reads off the
+weight a shape and no memory (`graph_model.estimate_nodes`), each layer's weights
+its `count_params()` and its activations what `graph_model.kept_floats` reads off the
 built layer.
 
 The estimate, in bytes (`MemoryEstimate.total_bytes`):
@@ -60,10 +60,9 @@ models that fit.
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -345,72 +344,6 @@ def check_budget(
         f"or set {BUDGET_ENV} or --memory-budget to change the budget",
         path=path,
     )
-
-
-# --- Read off a built layer: what it keeps for the backward pass ------------------------------
-
-
-def kept_floats(layer: Any, inputs: Sequence[Sequence[Any]], output: Sequence[Any]) -> int:
-    """Floats per example a built layer keeps for the backward pass, read off the layer.
-
-    Its output; for every recurrent layer in it (`keras.layers.RNN`, inside a
-    `Bidirectional` too) each step's gates, state and output, `T · (kernel width
-    + 2 · units)`; for every `MultiHeadAttention` in it (a Transformer block's)
-    the scores and their softmax, `2 · heads · Tq · Tk`; for every keras_seq
-    attention (a decoder block's) each step's scores over the memory, `T · S ·
-    (units + 2)` (an additive score's hidden layer, the score, its softmax);
-    and for every other
-    sublayer with weights (a block's projections, norms, feed-forward layers)
-    its output at each of the layer's output positions. A dimension Keras does
-    not know (None) counts as 1.
-
-    Args:
-        layer: The layer, built (symbolically will do: only shapes are read).
-        inputs: The shapes of the tensors it was called on, batch axis first.
-        output: The shape of its output, batch axis first.
-    """
-    # The layer exists, so Keras and the layers are loaded (this module must not load them).
-    import keras
-
-    from keras_seq.layers.attention_base import BaseAttention
-
-    def size(shape: Sequence[Any]) -> int:
-        return math.prod(int(d or 1) for d in shape)
-
-    positions = size(output[1:-1])  # where it writes a vector: steps, patches, 1 for one vector
-    # Every layer's recurrence runs over its input's time axis, a decoder block's over the
-    # target's steps; attention reads all of its inputs' positions.
-    read = max((int(shape[1] or 1) for shape in inputs if len(shape) > 2), default=1)
-    steps = int(getattr(layer, "target_length", 0)) or read
-    attended = max((size(shape[1:-1]) for shape in inputs if len(shape) > 2), default=1)
-    kept = size(output[1:])
-    cells = set()
-    # Keras has no public walk over a layer's sublayers; `_flatten_layers` is its own.
-    for sub in layer._flatten_layers(include_self=True, recursive=True):
-        if isinstance(sub, keras.layers.RNN):
-            cell = sub.cell
-            cells.add(id(cell))
-            # A convolutional cell (ConvLSTM2D's) keeps its gates and states at every pixel.
-            filters = getattr(cell, "filters", None)
-            width, pixels = (int(filters), size(output[-3:-1])) if filters else (cell.units, 1)
-            kept += steps * pixels * (int(cell.kernel.shape[-1]) + 2 * int(width))
-        elif isinstance(sub, keras.layers.MultiHeadAttention):
-            kept += 2 * int(sub.num_heads) * positions * read
-        elif isinstance(sub, BaseAttention):
-            kept += steps * attended * (int(getattr(sub, "units", None) or 0) + 2)
-        elif sub is not layer and id(sub) not in cells and sub.weights:
-            kept += positions * _output_width(sub)
-    return kept
-
-
-def _output_width(layer: Any) -> int:
-    """The width of a sublayer's output at one position: its bias, scale or kernel's last axis."""
-    for name in ("bias", "gamma"):
-        weight = getattr(layer, name, None)
-        if weight is not None:
-            return math.prod(int(d) for d in weight.shape)
-    kernel = getattr(layer, "kernel", None)
-    return int(kernel.shape[-1]) if kernel is not None else 0
 
 
 # --- What decoding holds ------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from typing import Literal
 
 from builder_ui.builders.fields import Units
 from builder_ui.builders.graph import ShortFormBuilder
-from builder_ui.builders.pointing import Pointing
 from builder_ui.builders.registry import register_model
 from builder_ui.specs import ModelParams
 
@@ -44,7 +43,7 @@ class PointerNetworkParams(ModelParams):
 
 
 @register_model("pointer_network")
-class PointerNetworkBuilder(Pointing, ShortFormBuilder):
+class PointerNetworkBuilder(ShortFormBuilder):
     params = PointerNetworkParams
     input_kinds = ("numeric",)
     target_kinds = ("pointer",)

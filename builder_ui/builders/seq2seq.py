@@ -33,7 +33,6 @@ from pydantic import Field, model_validator
 from builder_ui.builders.fields import Layers, Rate, Units
 from builder_ui.builders.graph import ShortFormBuilder
 from builder_ui.builders.registry import register_model
-from builder_ui.builders.translating import Translating
 from builder_ui.specs import ModelParams, StrictModel, TypeShorthand
 
 ATTENTIONS = ("bahdanau", "luong_dot", "luong_general", "luong_concat")
@@ -152,7 +151,7 @@ class Seq2SeqParams(ModelParams):
 
 
 @register_model("seq2seq")
-class Seq2SeqBuilder(Translating, ShortFormBuilder):
+class Seq2SeqBuilder(ShortFormBuilder):
     params = Seq2SeqParams
     input_kinds = ("tokens",)
     target_kinds = ("sequence",)

@@ -3,7 +3,7 @@
     model: {type: sequence_classifier, encoder: {type: rnn, cell: gru, units: 16}}
       ─▶ expand_short_form(model, task) ─▶ Expansion(nodes, fields)
       ─▶ the graph builder's walk: build, check, memory estimate (`graph.ShortFormBuilder`)
-      ─▶ or the spec's `model:` as that graph (`graph.preset_as_graph`: "Open as graph",
+      ─▶ or the spec's `model:` as that graph (`graph_model.preset_as_graph`: "Open as graph",
          `keras-seq graph`)
 
 `sequence_classifier`, `sequence_regressor` (either encoder),

@@ -24,7 +24,6 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from builder_ui.builders.captioning import Captioning
 from builder_ui.builders.fields import Rate, Units
 from builder_ui.builders.graph import ShortFormBuilder
 from builder_ui.builders.registry import register_model
@@ -68,7 +67,7 @@ class ShowAttendTellParams(ModelParams):
 
 
 @register_model("show_attend_tell")
-class ShowAttendTellBuilder(Captioning, ShortFormBuilder):
+class ShowAttendTellBuilder(ShortFormBuilder):
     params = ShowAttendTellParams
     input_kinds = ("image",)
     target_kinds = ("sequence",)

@@ -16,10 +16,14 @@ target ids (`seq2seq`, and a `graph` with a decoder block).
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 
 from builder_ui.builders import memory
 from builder_ui.builders.base import ModelBuilder
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+from keras_seq.metrics import MaskedTokenAccuracy, corpus_bleu, exact_match
+from keras_seq.models import Greedy
 
 
 class Translating(ModelBuilder):
@@ -34,22 +38,12 @@ class Translating(ModelBuilder):
         )
 
     def compile_args(self, params, task):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        from keras_seq.losses import MaskedSparseCategoricalCrossentropy
-        from keras_seq.metrics import MaskedTokenAccuracy
-
         return {"loss": MaskedSparseCategoricalCrossentropy(), "metrics": [MaskedTokenAccuracy()]}
 
     def monitor_metric(self, params, task):
         return "val_token_accuracy"
 
     def evaluate(self, model, params, prepared):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        import keras
-
-        from keras_seq.metrics import corpus_bleu, exact_match
-        from keras_seq.models import Greedy
-
         metrics = prepared.keras_metrics(model)
         task = prepared.task
         decode = Greedy().compile(model, task.targets.length)

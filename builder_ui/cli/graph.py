@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from builder_ui import files
-from builder_ui.builders.graph import graph_text
+from builder_ui.builders.graph_model import graph_text
 from builder_ui.cli.arguments import EXIT_OK, PROG, InputError
 from builder_ui.cli.common import guarded, load_spec_argument
 
@@ -15,7 +15,7 @@ from builder_ui.cli.common import guarded, load_spec_argument
 def run(args: argparse.Namespace) -> int:
     """Write the spec with its `model:` as the graph of blocks it builds (YAML).
 
-    The same call as the app's "Open as graph" (`builders.graph.preset_as_graph`): a
+    The same call as the app's "Open as graph" (`builders.graph_model.preset_as_graph`): a
     `sequence_classifier`, `sequence_regressor`, `vision_transformer` or RNN `seq2seq`
     becomes its layers, one node each. A sweep is left out (its paths name the short
     form's fields), with a note on stderr.

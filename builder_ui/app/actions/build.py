@@ -26,7 +26,7 @@ from builder_ui.app.context import AppContext, AppError
 from builder_ui.app.uploads import Upload, check_upload
 from builder_ui.builders import (
     check_kinds,
-    graph,
+    graph_model,
     load_task,
     memory,
     prepare,
@@ -71,7 +71,7 @@ class Check:
 def check(text: str, ctx: AppContext | None = None, *, whole: bool = False) -> Check:
     """Parse and validate spec text, and check the model against the task's kinds.
 
-    A `graph` model is also walked symbolically (`builders.graph.graph_report`:
+    A `graph` model is also walked symbolically (`builders.graph_model.graph_report`:
     the task's data is made once and kept, no weights are allocated), so that a
     block whose inputs do not fit makes the spec invalid here, not at queue time.
 
@@ -146,7 +146,7 @@ def _live_task(spec: ExperimentSpec) -> Any:
 
 def _graph_problems(spec: ExperimentSpec) -> list[tuple[str, str]]:
     """A graph's parameter and shape errors, in the layers' own words, at each node's path."""
-    report = graph.graph_report(spec)
+    report = graph_model.graph_report(spec)
     index = {node.id: i for i, node in enumerate(spec.model.nodes)}
     return [
         (f"model.nodes[{index[key]}]" if key in index else "model", message)

@@ -9,7 +9,7 @@ text (typed YAML, a preset, the form) redraws the canvas from `canvas_value(text
 The value the canvas gets is `{"nodes", "groups", "report", "source", "revision", "origin"}`:
 `groups` is the spec's `model.groups` (`[{"id", "nodes", "repeat", "collapsed"}]`, empty
 when none; see `builder_ui.builders.graph_groups`), the report is
-`builder_ui.builders.graph.graph_report(...).to_json()` (shapes, edges, errors, params,
+`builder_ui.builders.graph_model.graph_report(...).to_json()` (shapes, edges, errors, params,
 blocks, groups), `source` is the `fingerprint` of the text it was made from (a listener
 of the text's changes that finds its text answered already sends nothing),
 `revision` is the canvas edit the
@@ -35,8 +35,8 @@ from builder_ui import builders
 from builder_ui.app.actions.build import Check, check, dump
 from builder_ui.app.context import AppError
 from builder_ui.app.uploads import MAX_UPLOAD_BYTES
-from builder_ui.builders.graph import block_catalog, graph_report, preset_as_graph
 from builder_ui.builders.graph_import import keras_file_as_nodes
+from builder_ui.builders.graph_model import block_catalog, graph_report, preset_as_graph
 from builder_ui.engine import slots
 from builder_ui.specs import MAX_SPEC_BYTES, SpecError, parse_yaml
 
@@ -401,7 +401,7 @@ def open_as_graph(text: str) -> tuple[str, Check]:
     `vision_transformer`, a `seq2seq` (its decoder one `RecurrentDecoder` or
     `TransformerDecoder` block), a `pointer_network`, a `conv_lstm` or a `show_attend_tell`
     (its decoder one `CaptionDecoder` block) becomes the graph
-    `builders.graph.preset_as_graph` gives (as `keras-seq graph` does): the
+    `builders.graph_model.preset_as_graph` gives (as `keras-seq graph` does): the
     same layers, names, parameter count and outputs, so a preset of the arc can be taken apart
     and rewired. The other sections are kept; the blocks get no positions (the canvas lays them
     out by depth).

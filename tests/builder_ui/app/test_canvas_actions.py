@@ -16,7 +16,7 @@ from builder_ui.app import actions
 from builder_ui.app.actions import canvas
 from builder_ui.app.canvas import EDIT_EVENT, html_kwargs
 from builder_ui.builders import presets
-from builder_ui.builders.graph import graph_report
+from builder_ui.builders.graph_model import graph_report
 from builder_ui.specs import parse_yaml
 
 TASK = {"type": "long_lag", "lag": 6, "n": 200, "encoding": "ids"}

@@ -21,8 +21,8 @@ import yaml
 
 from builder_ui import cli, engine
 from builder_ui.builders import expand, load_spec, memory, prepare
-from builder_ui.builders.graph import block_catalog, graph_report, preset_as_graph
 from builder_ui.builders.graph_blocks import GROUPS
+from builder_ui.builders.graph_model import block_catalog, graph_report, preset_as_graph
 from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results.model_source import model_source, normalized
@@ -382,7 +382,7 @@ MEMORY_CHECK = textwrap.dedent(
     """
     import json, resource
     import keras
-    from builder_ui.builders.graph import graph_report
+    from builder_ui.builders.graph_model import graph_report
     keras.ops.ones((2, 2))  # the backend's own start-up memory, before the baseline
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     document = {

@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from builder_ui.builders import load_spec, prepare, presets
-from builder_ui.builders.graph import preset_as_graph
+from builder_ui.builders.graph_model import preset_as_graph
 from keras_seq.layers import CECLSTM
 from keras_seq.models import (
     ShowAttendTell,

@@ -17,7 +17,7 @@ import pytest
 
 from builder_ui import engine
 from builder_ui.builders import load_spec, load_task, memory, prepare
-from builder_ui.builders.graph import graph_report
+from builder_ui.builders.graph_model import graph_report
 from builder_ui.specs import SpecError
 from keras_seq.models import TransformerSeq2Seq
 from tests.allocation import allocates_little

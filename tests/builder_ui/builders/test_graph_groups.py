@@ -13,8 +13,9 @@ import keras
 import pytest
 
 from builder_ui.builders import load_spec, prepare
-from builder_ui.builders.graph import MAX_NODES, graph_report, plain_nodes
 from builder_ui.builders.graph_groups import copy_id, expand, expansion, problems
+from builder_ui.builders.graph_model import graph_report
+from builder_ui.builders.graph_params import MAX_NODES, plain_nodes
 from builder_ui.results.model_source import model_source
 from builder_ui.specs import SpecError
 from tests.builder_ui.builders.test_graph_seq2seq import node

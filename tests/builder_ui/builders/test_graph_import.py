@@ -13,9 +13,9 @@ import keras
 import pytest
 
 from builder_ui.app import uploads
-from builder_ui.builders import graph_import
-from builder_ui.builders.graph import graph_report, load_spec
+from builder_ui.builders import graph_import, load_spec
 from builder_ui.builders.graph_import import keras_file_as_nodes, node_id
+from builder_ui.builders.graph_model import graph_report
 from builder_ui.specs import SpecError
 from keras_seq.layers import CECLSTM, BahdanauAttention, MaskedMeanPooling
 

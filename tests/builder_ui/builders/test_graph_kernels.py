@@ -16,8 +16,8 @@ import keras
 import pytest
 
 from builder_ui.builders import graph_kernels
-from builder_ui.builders.graph import graph_report
 from builder_ui.builders.graph_kernels import kernel_badge
+from builder_ui.builders.graph_model import graph_report
 
 TF, JAX, TORCH = "tensorflow", "jax", "torch"
 

@@ -24,7 +24,7 @@ import pytest
 
 import keras_seq.layers
 from builder_ui.builders import load_spec, load_task, prepare
-from builder_ui.builders.graph import graph_report
+from builder_ui.builders.graph_model import graph_report
 
 SEEDS = range(30)
 TASKS = (

@@ -15,7 +15,8 @@ import pytest
 
 from builder_ui import engine
 from builder_ui.builders import prepare, presets
-from builder_ui.builders.graph import graph_report, preset_as_graph, translates
+from builder_ui.builders.graph import translates
+from builder_ui.builders.graph_model import graph_report, preset_as_graph
 from builder_ui.engine import artifacts
 from builder_ui.engine.store import RunStore
 from builder_ui.results import export

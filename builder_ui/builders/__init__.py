@@ -4,7 +4,9 @@
 - `registry`: registration by type name, entry-point plugins, lookups.
 - `loading`: `load_spec` / `validate_spec` with the registered types, `check_kinds`.
 - `sweeps`: a sweep's trials, each validated.
-- `prepare`: `prepare(spec)` → `Prepared` (data splits, `build()`, `evaluate()`).
+- `prepared`: `prepare(spec)` → `Prepared` (data splits, `build()`, `evaluate()`), with
+  Keras imported at its top: `prepare`, `Prepared`, `load_task` and `make_optimizer` are
+  re-exported here and imported on first use (PEP 562), so that this package loads without it.
 - `presets`: the starting points of the arc, packaged YAML specs.
 - The built-in types, one module per family: `tasks` (every task type, and
   `data_files` for the user's CSV files), `sequence` (`sequence_classifier`,
@@ -26,6 +28,9 @@
 - `spatiotemporal`, built in too: `conv_lstm`, the next frames of a video
   (Shi et al. 2015), or with `layout: flat` the frame-flattening LSTM of equal size.
 """
+
+import importlib
+from typing import Any
 
 from builder_ui.builders import (
     graph,
@@ -51,7 +56,6 @@ from builder_ui.builders.loading import (
     resolve_component,
     validate_spec,
 )
-from builder_ui.builders.prepare import Prepared, load_task, make_optimizer, prepare
 from builder_ui.builders.registry import (
     ENTRY_POINT_GROUP,
     describe_tasks,
@@ -70,6 +74,21 @@ from builder_ui.builders.registry import (
     unregister,
 )
 from builder_ui.builders.sweeps import Trial, expand, trials
+
+# Re-exported from `prepared`, which imports Keras: loaded on first use (PEP 562), after the
+# process has loaded its spec and chosen its Keras backend.
+_PREPARED = ("Prepared", "load_task", "make_optimizer", "prepare")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PREPARED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.prepared"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PREPARED})
+
 
 # The built-in type modules, registered above (their types are not plugins).
 BUILTIN_MODULES = tuple(

@@ -114,7 +114,7 @@ class ModelBuilder:
     def evaluate(self, model: Any, params: ModelParams, prepared: Any) -> dict[str, float]:
         """Final metrics on the validation split; default: `prepared.keras_metrics(model)`.
 
-        `prepared` is the run's `builder_ui.builders.prepare.Prepared`.
+        `prepared` is the run's `builder_ui.builders.prepared.Prepared`.
         """
         return prepared.keras_metrics(model)
 

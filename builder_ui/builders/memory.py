@@ -74,7 +74,7 @@ DEFAULT_FRACTION = 0.5
 WEIGHT_BYTES = 4  # float32 variables, under every dtype policy
 GRADIENT_BYTES = 4
 SLOT_BYTES = 4
-# Optimiser state per weight, as `builder_ui.builders.prepare.make_optimizer` makes them.
+# Optimiser state per weight, as `builder_ui.builders.prepared.make_optimizer` makes them.
 OPTIMIZER_SLOTS = {"adam": 2, "adamw": 2, "rmsprop": 1, "sgd": 0}
 BACKWARD_FACTOR = 2  # the activations, and their gradients in the backward pass
 DECODE_BATCH = 256  # the fewest validation sources a run decodes at once, to score them

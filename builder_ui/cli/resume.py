@@ -10,9 +10,8 @@ from builder_ui.builders import load_spec
 from builder_ui.cli.arguments import EXIT_OK, EXIT_RUN_NOT_DONE, PROG, InputError
 from builder_ui.cli.common import existing_store, guarded, print_record, table_text
 from builder_ui.engine import devices, executors
-from builder_ui.engine.artifacts import ArtifactError, confine
+from builder_ui.engine.artifacts import CHECKPOINT_LOG, ArtifactError, confine
 from builder_ui.engine.progress import TerminalProgress
-from builder_ui.engine.train import CHECKPOINT_LOG
 from builder_ui.results import compare
 from builder_ui.specs import SpecError
 

@@ -39,6 +39,16 @@ from pathlib import Path
 from builder_ui.builders.memory import format_bytes
 from builder_ui.engine.store import RunStore
 
+# The files a run writes in its folder (`engine.train`).
+MODEL_FILE = "model.keras"
+BACKUP_DIR = "backup"  # the epoch checkpoint an interrupted run resumes from
+TENSORBOARD_DIR = "tensorboard"
+TRACEBACK_FILE = "traceback.txt"
+CHECKPOINT_LOG = "checkpoint.log"
+# The task's vocabularies and input/target specs (`train.save_vocabularies`), so that a finished
+# run can read and write text without its data file (Inspect, the translator's SavedModel).
+VOCABULARIES_FILE = "vocabularies.json"
+
 # What a model file of this project holds: `config.json` and `metadata.json` (a few KB; a
 # translator's vocabularies make config.json a few MB at most), `model.weights.h5` (the
 # weights and the optimiser's state: 12 bytes a parameter with Adam) and an `assets/`

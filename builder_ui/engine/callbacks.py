@@ -5,10 +5,11 @@
 - `NaNStop`: `TerminateOnNaN` that notes where the loss diverged;
 - `ProgressBridge`: Keras's events to the engine's `ProgressCallback`s;
 - `PruneCheck`: a search's scheduler asked after each recorded epoch;
-- `CancelCheck`: last, stops `fit` once a cancel or an interrupt is set.
+- `CancelCheck`: last, stops `fit` once a cancel or an interrupt is set;
+- `TrialStreamer`: a remote trial's epochs to its driver (`engine.remote`).
 
-This module imports Keras: the engine imports it when a run starts, so that the app and
-the CLI start without Keras.
+This module imports Keras, as `train` does: both load once a process has chosen its Keras
+backend (`devices.select_backend`).
 """
 
 from __future__ import annotations
@@ -337,3 +338,37 @@ class PruneCheck(keras.callbacks.Callback):
 
 class _BadCheckpoint(Exception):
     """A checkpoint in `<run>/backup/` that cannot be resumed from; the message says why."""
+
+
+class TrialStreamer(keras.callbacks.Callback):
+    """A remote trial's messages to its driver (`engine.remote`): `start()` as training begins,
+    then `epoch(row)` for each epoch the run store has recorded (`RunRecorder` runs first, so
+    the row and its checkpoint are written), once each, and `report(epoch, metrics)` after it.
+
+    The last epoch's report is held back (`held`) until the trial's result is sent: Ray
+    Tune stops a trial that reports its last epoch (ASHA's `max_t`) before it could send
+    its model.
+    """
+
+    def __init__(self, store: Any, run_id: str, start: Any, epoch: Any, report: Any = None):
+        super().__init__()
+        self.store, self.run_id = store, run_id
+        self.start, self.epoch, self.report = start, epoch, report
+        self.sent = 0
+        self.held: tuple[int, dict[str, Any]] | None = None
+
+    def on_train_begin(self, logs=None):
+        self.start()
+
+    def on_epoch_end(self, epoch, logs=None):
+        history = self.store.history(self.run_id)
+        if not history or history[-1].epoch <= self.sent:  # the epoch was cut short
+            return
+        row = history[-1]
+        self.sent = row.epoch
+        self.epoch(row)
+        if self.report is not None:
+            if row.epoch >= self.params.get("epochs", float("inf")):
+                self.held = (row.epoch, dict(row.metrics))
+            else:
+                self.report(row.epoch, dict(row.metrics))

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builder_ui.builders import load_spec, memory, sweeps
-from builder_ui.engine import devices, interrupts, remote, search, train, transfer, tune_search
+from builder_ui.engine import devices, interrupts, remote, search, transfer, tune_search
 from builder_ui.engine.records import RunRecord
 from builder_ui.engine.store import RunStore
 from builder_ui.extras import import_extra
@@ -66,6 +66,14 @@ _WORKER_ENV = ("KERAS_BACKEND", "TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", 
 
 # How often the driver applies the epochs remote trials sent while it waits for them to end.
 RAY_POLL_S = 0.5
+
+
+def _training():
+    """`engine.train`, which imports Keras: loaded by a sweep's first check or run, once the
+    process has its backend (`_select_one_backend`; a Ray worker, its runtime environment)."""
+    from builder_ui.engine import train  # Keras loads with it, on the backend chosen by now
+
+    return train
 
 
 class ExecutorError(RuntimeError):
@@ -101,7 +109,7 @@ def check_trial(spec: Any) -> memory.MemoryEstimate | None:
     refuse, memory budget). Returns the trial's memory estimate, with its parameter count
     (None when its model type gives none).
     """
-    prepared = train.preflight(spec)
+    prepared = _training().preflight(spec)
     return memory.estimate(prepared.spec, prepared.builder, prepared.task)
 
 
@@ -261,7 +269,7 @@ def run_sweep(
 
 def _search(spec: Any, first_trial: Any) -> search.Search:
     """The Optuna study of a sweep, on `sweep.metric` or the model's main validation metric."""
-    metric = spec.sweep.metric or train.preflight(first_trial).monitor_metric
+    metric = spec.sweep.metric or _training().preflight(first_trial).monitor_metric
     try:
         return search.Search(spec.sweep, metric)
     except ImportError as error:
@@ -280,7 +288,9 @@ def _run_local(store, run_ids, callbacks, cancel, study=None) -> list[RunRecord]
             interrupts.raise_if_pressed()
             trial = study.start() if study is not None else None
             prune = study.pruner(trial) if study is not None else None
-            record = train.run(None, store=store, run_id=run_id, callbacks=callbacks, prune=prune)
+            record = _training().run(
+                None, store=store, run_id=run_id, callbacks=callbacks, prune=prune
+            )
             if study is not None:
                 study.tell(trial, record)
             records.append(record)
@@ -313,7 +323,7 @@ def _choose_and_train(spec, store, sweep_id, study, numbers, callbacks, cancel) 
         run_ids.append(run_id)
         try:
             prune = study.pruner(trial)
-            train.run(None, store=store, run_id=run_id, callbacks=callbacks, prune=prune)
+            _training().run(None, store=store, run_id=run_id, callbacks=callbacks, prune=prune)
         except SpecError:
             pass  # a data check failed: the engine marked the run `failed`; the search goes on
         study.tell(trial, store.get(run_id), values)
@@ -348,7 +358,7 @@ def resume_sweep(store: RunStore, sweep_id: str, *, callbacks: Sequence[Any] = (
         for record in left:
             interrupts.raise_if_pressed()
             resume = record.status == "interrupted"
-            train.run(None, store=store, run_id=record.id, resume=resume, callbacks=callbacks)
+            _training().run(None, store=store, run_id=record.id, resume=resume, callbacks=callbacks)
     records = store.list_runs(sweep_id=sweep_id, history=True)
     return SweepResult(sweep_id, tuple(records))
 
@@ -374,7 +384,7 @@ def _resume_search(spec, store, sweep_id, callbacks) -> SweepResult:
             interrupts.raise_if_pressed()
             trial = study.resume(record, values)
             try:
-                train.run(
+                _training().run(
                     None,
                     store=store,
                     run_id=record.id,
@@ -420,11 +430,8 @@ def _import_ray():
 
 
 def _worker_env() -> dict[str, str]:
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     env = {name: os.environ[name] for name in _WORKER_ENV if name in os.environ}
-    env["KERAS_BACKEND"] = keras.backend.backend()
+    env["KERAS_BACKEND"] = devices.current_backend()
     return env
 
 

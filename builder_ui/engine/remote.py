@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from builder_ui import files
-from builder_ui.engine import train, transfer
+from builder_ui.engine import artifacts, transfer
 from builder_ui.engine.store import RunStore
 from builder_ui.specs import SpecError
 
@@ -143,6 +143,9 @@ def run_trial(
         with RunStore(scratch / STORE_DIR) as store:
             store.create_run(spec, run_id=run_id)
             streamer = _streamer(store, run_id, channel, report, storage_uri)
+            # Keras loads here, in the worker, on the backend its runtime environment set.
+            from builder_ui.engine import train
+
             try:
                 record = train.run(None, store=store, run_id=run_id, callbacks=[streamer])
             except SpecError:
@@ -191,51 +194,34 @@ def _streamer(
     store: RunStore, run_id: str, channel: Any, report: Any = None, storage_uri: str | None = None
 ) -> Any:
     """A Keras callback that sends `start`, then each recorded epoch with its checkpoint."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
+    # Keras loads here, in the trial's worker, whose backend its runtime environment set.
+    from builder_ui.engine.callbacks import TrialStreamer
 
-    class Streamer(keras.callbacks.Callback):
-        sent = 0
-        # The last epoch's report, held back until the result is sent: Ray Tune stops a
-        # trial that reports its last epoch (ASHA's `max_t`) before it could send its model.
-        held = None
+    def start() -> None:
+        record = store.get(run_id, history=False)
+        info = {field: getattr(record, field) for field in RESULT_FIELDS}
+        channel.put({"run_id": run_id, "kind": "start", "info": info})
 
-        def on_train_begin(self, logs=None):
-            record = store.get(run_id, history=False)
-            info = {field: getattr(record, field) for field in RESULT_FIELDS}
-            channel.put({"run_id": run_id, "kind": "start", "info": info})
+    def epoch(row: Any) -> None:
+        checkpoint = transfer.ship(
+            _files(store.artifact_dir(run_id) / artifacts.BACKUP_DIR),
+            storage_uri,
+            run_id,
+            f"epoch-{row.epoch}",
+        )
+        channel.put(
+            {
+                "run_id": run_id,
+                "kind": "epoch",
+                "epoch": row.epoch,
+                "metrics": dict(row.metrics),
+                "time": row.time,
+                "seconds": row.seconds,
+                "checkpoint": checkpoint,
+            }
+        )
 
-        def on_epoch_end(self, epoch, logs=None):
-            # The engine's recorder ran before this callback: the epoch is in the store (unless
-            # the epoch was cut short), its checkpoint written before it.
-            history = store.history(run_id)
-            if not history or history[-1].epoch <= self.sent:
-                return
-            row = history[-1]
-            self.sent = row.epoch
-            channel.put(
-                {
-                    "run_id": run_id,
-                    "kind": "epoch",
-                    "epoch": row.epoch,
-                    "metrics": dict(row.metrics),
-                    "time": row.time,
-                    "seconds": row.seconds,
-                    "checkpoint": transfer.ship(
-                        _files(store.artifact_dir(run_id) / train.BACKUP_DIR),
-                        storage_uri,
-                        run_id,
-                        f"epoch-{row.epoch}",
-                    ),
-                }
-            )
-            if report is not None:
-                if row.epoch >= self.params.get("epochs", float("inf")):
-                    self.held = (row.epoch, dict(row.metrics))
-                else:
-                    report(row.epoch, dict(row.metrics))
-
-    return Streamer()
+    return TrialStreamer(store, run_id, start, epoch, report)
 
 
 def trial_result(store: RunStore, record: Any, storage_uri: str | None = None) -> dict[str, Any]:
@@ -311,7 +297,7 @@ class Mirror:
             checkpoint = message["checkpoint"]
             try:
                 received = transfer.receive(checkpoint, uri=self.storage_uri)
-                self._write_directory(run_id, train.BACKUP_DIR, received)
+                self._write_directory(run_id, artifacts.BACKUP_DIR, received)
             except ValueError as error:  # what it left under the URI goes with the run
                 self.failed(
                     run_id,
@@ -362,10 +348,12 @@ class Mirror:
             )
         for name, target in recorded.items():
             self.store.set_artifact(run_id, name, target)
-        if result["status"] != "interrupted" and train.BACKUP_DIR not in {
+        if result["status"] != "interrupted" and artifacts.BACKUP_DIR not in {
             Path(relative).parts[0] for relative in received
         }:
-            shutil.rmtree(self.store.artifact_dir(run_id) / train.BACKUP_DIR, ignore_errors=True)
+            shutil.rmtree(
+                self.store.artifact_dir(run_id) / artifacts.BACKUP_DIR, ignore_errors=True
+            )
         fields = {field: result[field] for field in RESULT_FIELDS if result[field] is not None}
         self.store.finish(
             run_id,
@@ -405,7 +393,7 @@ class Mirror:
         if record.status == "queued":
             self.store.set_status(run_id, "running")
         last = record.history[-1].metrics if record.history else {}
-        shutil.rmtree(self.store.artifact_dir(run_id) / train.BACKUP_DIR, ignore_errors=True)
+        shutil.rmtree(self.store.artifact_dir(run_id) / artifacts.BACKUP_DIR, ignore_errors=True)
         self.store.finish(
             run_id,
             "pruned",

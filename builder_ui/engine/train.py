@@ -71,9 +71,21 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from builder_ui.builders import load_spec, memory, prepare
-from builder_ui.engine import devices, interrupts
-from builder_ui.engine.artifacts import ArtifactError, confine
+import keras
+
+from builder_ui.builders import load_spec, memory
+from builder_ui.builders.prepared import prepare
+from builder_ui.engine import callbacks, devices, interrupts
+from builder_ui.engine.artifacts import (
+    BACKUP_DIR,
+    CHECKPOINT_LOG,
+    MODEL_FILE,
+    TENSORBOARD_DIR,
+    TRACEBACK_FILE,
+    VOCABULARIES_FILE,
+    ArtifactError,
+    confine,
+)
 from builder_ui.engine.disk_space import (
     OutOfSpaceError,
     bytes_under,
@@ -86,15 +98,7 @@ from builder_ui.engine.store import RunStore, StoreFullError
 from builder_ui.extras import missing_extra
 from builder_ui.specs import SpecError
 
-MODEL_FILE = "model.keras"
-BACKUP_DIR = "backup"
-TENSORBOARD_DIR = "tensorboard"
-TRACEBACK_FILE = "traceback.txt"
-CHECKPOINT_LOG = "checkpoint.log"
 CHECKPOINT_LOG_BYTES = 64 * 1024  # what a new note keeps of the log before it
-# The task's vocabularies and input/target specs (`save_vocabularies`), so that a finished
-# run can read and write text without its data file (Inspect, the translator's SavedModel).
-VOCABULARIES_FILE = "vocabularies.json"
 
 _logger = logging.getLogger(__name__)
 
@@ -211,9 +215,6 @@ def _recorded_epochs(store: RunStore, run_id: str) -> int:
 
 def _split_callbacks(callbacks: Iterable[Any]) -> tuple[list[Any], list[Any]]:
     """Separate Keras callbacks from `ProgressCallback`-like objects."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     keras_callbacks, progress = [], []
     for callback in callbacks:
         if isinstance(callback, keras.callbacks.Callback):
@@ -261,9 +262,6 @@ def preflight(spec: Any) -> Any:
         SpecError: naming the field at fault (for the memory, the field that
             drives the estimate).
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     spec = load_spec(spec)
     devices.check_setup(spec.train, keras.backend.backend())
     if spec.train.tensorboard and importlib.util.find_spec("tensorboard") is None:
@@ -322,9 +320,6 @@ def run(
         KeyboardInterrupt: Re-raised after marking the run `interrupted`
             (resumable).
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     if resume and run_id is None:
         raise ValueError(
             "Received an invalid value for argument `run_id`, expected the id of an interrupted "
@@ -394,17 +389,12 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
 
     `stops` is `(cancel, interrupt)`, either None or an event (see `run`).
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
     spec = prepared.spec
     train = spec.train
     directory = store.artifact_dir(run_id)
     directory.mkdir(parents=True, exist_ok=True)
     backup_dir = directory / BACKUP_DIR
     started = time.perf_counter()
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from builder_ui.engine import callbacks
 
     nan_stop = callbacks.NaNStop()
     cancel, interrupt = stops

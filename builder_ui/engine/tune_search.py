@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from builder_ui.builders import load_spec, sweeps
-from builder_ui.engine import devices, interrupts, remote, train
+from builder_ui.engine import devices, interrupts, remote
 from builder_ui.engine.records import RunRecord
 from builder_ui.engine.search import import_optuna
 from builder_ui.engine.store import RunStore
@@ -179,7 +179,10 @@ def run_tune_sweep(
 
     sweep = spec.sweep
     specs = [trial.spec for trial in trials]
-    metric = sweep.metric or train.preflight(specs[0]).monitor_metric
+    # Keras loads in the driver here, for the first trial's checks (the trials train elsewhere).
+    from builder_ui.engine.train import preflight
+
+    metric = sweep.metric or preflight(specs[0]).monitor_metric
     mode = sweeps.metric_mode(metric, sweep.mode)
     if sweep.method == "bayes":
         search = OptunaSearch(

@@ -39,7 +39,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from builder_ui.engine import train
 from builder_ui.engine.native_logs import quiet_if_inherited
 from builder_ui.engine.progress import MessageCallback, floats_only
 from builder_ui.engine.store import RunStore
@@ -284,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
             raise PruneError(verdict["error"])
         return bool(verdict["verdict"])
 
-    import keras_seq  # noqa: F401 - Keras, the backend and the layers load now, once
+    # Keras, the backend and the layers load now, once: after the output is quieted (above)
+    # and in the child only (the app's side of this module, `TrainingProcess`, needs none).
+    from builder_ui.engine import train
 
     store = RunStore(Path(store_dir), recover=False)
     while True:

@@ -75,8 +75,8 @@ import keras_seq  # registers its layers and models, which `load_model` reads
 from builder_ui import files
 from builder_ui.builders import load_spec, load_task
 from builder_ui.engine import artifacts, devices
+from builder_ui.engine.artifacts import MODEL_FILE, VOCABULARIES_FILE
 from builder_ui.engine.store import RunNotFoundError, RunStore
-from builder_ui.engine.train import MODEL_FILE, VOCABULARIES_FILE
 from builder_ui.extras import missing_extra
 from builder_ui.results.inspection import translation_length
 from builder_ui.results.model_source import SourceError, model_source

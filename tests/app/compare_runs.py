@@ -112,7 +112,7 @@ def record_failed_run(store: RunStore, model_type: str, error: Exception, depth:
     real traceback `depth` calls deep); returns its id."""
     import traceback
 
-    from builder_ui.engine.train import TRACEBACK_FILE
+    from builder_ui.engine.artifacts import TRACEBACK_FILE
 
     # Two functions in turn: Python folds a run of identical frames into one line.
     def fail(level: int) -> None:

@@ -26,9 +26,9 @@ import yaml
 from builder_ui.app.context import AppContext, AppError
 from builder_ui.builders.graph import translates
 from builder_ui.engine import artifacts
+from builder_ui.engine.artifacts import TRACEBACK_FILE
 from builder_ui.engine.records import MAX_TAGS_PER_RUN, STATUSES, check_name, check_note, check_tag
 from builder_ui.engine.store import RunNotFoundError
-from builder_ui.engine.train import TRACEBACK_FILE
 from builder_ui.results import charts, compare, importance, report
 from builder_ui.results.inspection import translator
 from keras_seq.metrics import evaluate_by_length

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from builder_ui.builders import prepare
-from builder_ui.builders.prepare import make_learning_rate
+from builder_ui.builders.prepared import make_learning_rate
 from builder_ui.specs import SpecError
 
 # 240 training and 60 validation sequences; batches of 32: 8 updates per epoch.

@@ -17,7 +17,7 @@ from builder_ui import builders, engine
 from builder_ui.app import actions
 from builder_ui.builders import tasks as task_specs
 from builder_ui.engine.store import RunStore
-from builder_ui.engine.train import VOCABULARIES_FILE
+from builder_ui.engine.artifacts import VOCABULARIES_FILE
 from builder_ui.results import export
 from builder_ui.specs import SpecError
 from keras_seq.models import Beam

@@ -28,7 +28,7 @@ from builder_ui.engine import artifacts
 from builder_ui.engine.progress import ProgressCallback
 from builder_ui.engine.queue import JobQueue
 from builder_ui.engine.store import RunStore
-from builder_ui.engine.train import CHECKPOINT_LOG
+from builder_ui.engine.artifacts import CHECKPOINT_LOG
 
 pytestmark = [
     pytest.mark.large,

@@ -21,10 +21,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import keras
+
 from builder_ui.builders import registry
 from builder_ui.builders.base import ModelBuilder
 from builder_ui.builders.loading import check_kinds, check_kinds_match, load_spec
 from builder_ui.specs import ExperimentSpec, SpecError, TrainSpec, shown
+from keras_seq.losses import with_label_smoothing
+from keras_seq.schedules import InverseSqrtWarmup
 
 
 @dataclass(eq=False)
@@ -61,11 +65,6 @@ class Prepared:
         policy, when those are wanted. The optimiser, learning rate,
         clipnorm and XLA compilation (`jit_compile`) come from `spec.train`.
         """
-        # Not at module level: validating a spec must not load Keras.
-        import keras
-
-        from keras_seq.losses import with_label_smoothing
-
         keras.utils.set_random_seed(self.spec.train.seed)
         model = self.builder.build(self.spec.model, self.task)
         args = self.builder.compile_args(self.spec.model, self.task)
@@ -143,8 +142,6 @@ def make_optimizer(train: TrainSpec, learning_rate: Any = None) -> Any:
         learning_rate: A number or a Keras `LearningRateSchedule`
             (`make_learning_rate`); default `train.learning_rate`.
     """
-    import keras  # not at module level: validating a spec must not load Keras
-
     classes = {
         "adam": keras.optimizers.Adam,
         "sgd": keras.optimizers.SGD,
@@ -199,10 +196,6 @@ def make_learning_rate(
     rate = train.learning_rate
     if schedule.type == "constant":
         return rate
-    # Not at module level: validating a spec must not load Keras.
-    import keras
-
-    from keras_seq.schedules import InverseSqrtWarmup
 
     if schedule.type == "inverse_sqrt":
         d_model = schedule.d_model or model_width
@@ -266,9 +259,6 @@ def _recipe_problems(
                 )
             )
         else:
-            # Not at module level: validating a spec must not load Keras (the data loaded it).
-            from keras_seq.losses import with_label_smoothing
-
             loss = builder.compile_args(spec.model, task).get("loss")
             try:
                 with_label_smoothing(loss, train.label_smoothing)

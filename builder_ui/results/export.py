@@ -29,11 +29,11 @@
 - `onnx` (for onnxruntime) and `litert` (a TensorFlow Lite flatbuffer, for
   the LiteRT interpreter): the model's forward pass, or for an
   encoder–decoder its decode loop from source ids to target ids,
-  scores and lengths (no text: see `builder_ui.results.onnx_litert`, which
+  scores and lengths (no text: see `builder_ui.results.runtime_files`, which
   also says how each is converted and why). A translator's ONNX file keeps
-  both vocabularies in its metadata (`onnx_litert.VOCABULARIES_KEY`), so that
+  both vocabularies in its metadata (`onnx_file.VOCABULARIES_KEY`), so that
   text can be encoded and decoded beside it, and its decoding
-  (`onnx_litert.DECODING_KEY`). A LiteRT file has a fixed batch
+  (`onnx_file.DECODING_KEY`). A LiteRT file has a fixed batch
   size (`batch_size`, default 1). A run that trained in mixed precision, or
   a backend other than TensorFlow, is refused with the reason; so is a model
   with an operator the format has no conversion for (named).
@@ -544,19 +544,23 @@ def missing_packages(format: str) -> list[str]:
 def _export_runtime(
     place: _Place, record, format: str, batch_size: int | None, decoding: Any
 ) -> Path:
-    """The `onnx` or `litert` file of a run (`builder_ui.results.onnx_litert`)."""
+    """The `onnx` or `litert` file of a run (`results.onnx_file`, `results.litert_file`)."""
     label = {"onnx": "ONNX", "litert": "LiteRT"}[format]
     missing = missing_packages(format)
     if missing:
         needs = f"The {format!r} format needs {', '.join(missing)} (or export 'keras' or 'python')"
         raise ExportError(missing_extra(needs, "export"))
-    # The converters import TensorFlow and keras_seq at their top: loaded when such an export
-    # runs, once its packages are known to be there (this module loads without TensorFlow).
-    from builder_ui.results import onnx_litert
+    # Each converter imports TensorFlow (ONNX's, onnx and tf2onnx) at its top: loaded when
+    # such an export runs, once its packages are known to be there (this module loads
+    # without TensorFlow).
+    if format == "onnx":
+        from builder_ui.results import onnx_file as converter
+    else:
+        from builder_ui.results import litert_file as converter
 
     try:
-        onnx_litert.check_exportable(format, record.precision)
-    except onnx_litert.ConversionError as error:
+        converter.check_exportable(format, record.precision)
+    except converter.ConversionError as error:
         raise ExportError(f"Run {record.id!r} cannot be exported as {label}: {error}") from None
     store = place.store
     model = load_trained_model(store, record.id)
@@ -565,15 +569,16 @@ def _export_runtime(
     if _is_encoder_decoder(model):
         translator = _translator(model, record, store)
         model, decode_length = translator.model, translator.max_length
-        metadata = {
-            onnx_litert.VOCABULARIES_KEY: translator.vocabularies_json(),
-            onnx_litert.DECODING_KEY: translator.decoding_json(decoding),
-        }
+        if format == "onnx":  # the file's metadata (a LiteRT file has none)
+            metadata = {
+                converter.VOCABULARIES_KEY: translator.vocabularies_json(),
+                converter.DECODING_KEY: translator.decoding_json(decoding),
+            }
     name = FILES[format]
     try:
         with place.writing(name) as path:
             if format == "onnx":
-                onnx_litert.write_onnx(
+                converter.write_onnx(
                     model,
                     path,
                     decode_length=decode_length,
@@ -581,14 +586,14 @@ def _export_runtime(
                     metadata=metadata,
                 )
             else:
-                onnx_litert.write_litert(
+                converter.write_litert(
                     model,
                     path,
                     batch_size=batch_size,
                     decode_length=decode_length,
                     decoding=decoding,
                 )
-    except onnx_litert.ConversionError as error:
+    except converter.ConversionError as error:
         raise ExportError(f"Run {record.id!r} cannot be exported as {label}: {error}.") from None
     except Exception as error:
         first = str(error).strip().splitlines()[:1] or [""]

@@ -16,8 +16,8 @@ pytest.importorskip("sentencepiece")
 from builder_ui import builders, engine
 from builder_ui.app import actions
 from builder_ui.builders import tasks as task_specs
-from builder_ui.engine.store import RunStore
 from builder_ui.engine.artifacts import VOCABULARIES_FILE
+from builder_ui.engine.store import RunStore
 from builder_ui.results import export
 from builder_ui.specs import SpecError
 from keras_seq.models import Beam

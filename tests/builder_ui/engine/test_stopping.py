@@ -25,10 +25,10 @@ import pytest
 from builder_ui import cli, engine
 from builder_ui.builders import load_spec
 from builder_ui.engine import artifacts
+from builder_ui.engine.artifacts import CHECKPOINT_LOG
 from builder_ui.engine.progress import ProgressCallback
 from builder_ui.engine.queue import JobQueue
 from builder_ui.engine.store import RunStore
-from builder_ui.engine.artifacts import CHECKPOINT_LOG
 
 pytestmark = [
     pytest.mark.large,

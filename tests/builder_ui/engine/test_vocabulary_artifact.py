@@ -14,8 +14,8 @@ import pytest
 from builder_ui import builders, engine
 from builder_ui.app import actions
 from builder_ui.engine import artifacts
-from builder_ui.engine.store import RunStore
 from builder_ui.engine.artifacts import VOCABULARIES_FILE
+from builder_ui.engine.store import RunStore
 from builder_ui.results import export
 
 pytestmark = pytest.mark.large

@@ -244,7 +244,7 @@ def test_the_onnx_file_carries_the_runs_vocabularies(runs, name):
     import onnxruntime
 
     from builder_ui.results.export import stored_task
-    from builder_ui.results.onnx_litert import DECODING_KEY, VOCABULARIES_KEY
+    from builder_ui.results.onnx_file import DECODING_KEY, VOCABULARIES_KEY
     from keras_seq.tasks import Vocabulary
 
     store, exported = runs
@@ -279,7 +279,7 @@ def test_a_selection_beside_an_infinity_converts_exactly():
     import tensorflow as tf
     import tf2onnx
 
-    from builder_ui.results.onnx_litert import CUSTOM_OPS, ONNX_OPSET
+    from builder_ui.results.onnx_file import CUSTOM_OPS, ONNX_OPSET
 
     def select(x):
         dead = keras.ops.log(keras.ops.zeros_like(x))  # −inf, computed in the graph

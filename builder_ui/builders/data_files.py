@@ -31,6 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from keras_seq.tasks import SequenceSpec, SubwordVocabulary, TargetSpec, TaskData, Vocabulary
+from keras_seq.tasks.base import split_sizes
+from keras_seq.tasks.vocabulary import tokenize
+
 
 class DataFileError(ValueError):
     """A data file that cannot be used; the message names the file and the line."""
@@ -162,11 +166,6 @@ def load_csv_sequences(
     Raises:
         DataFileError: naming the file and the line of the first problem.
     """
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq.tasks import SequenceSpec, SubwordVocabulary, TargetSpec, TaskData, Vocabulary
-    from keras_seq.tasks.base import split_sizes
-    from keras_seq.tasks.vocabulary import tokenize
-
     path = Path(path)
     if delimiter == "auto":
         delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","

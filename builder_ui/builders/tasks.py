@@ -21,7 +21,6 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from builder_ui.builders.base import TaskBuilder
-from builder_ui.builders.data_files import DataFileError, load_csv_sequences
 from builder_ui.builders.registry import register_task
 from builder_ui.specs import SpecError, TaskParams
 
@@ -91,13 +90,18 @@ class _TextFields(TaskParams):
         return {"tokenizer": self.tokenizer, "vocab_size": self.vocab_size}
 
 
+def _task_data() -> Any:
+    """`keras_seq.tasks`, which makes or reads every task's data. It loads Keras: imported at
+    a task's first load, after the process has chosen its Keras backend."""
+    from keras_seq import tasks  # Keras loads with it, on the backend chosen by now
+
+    return tasks
+
+
 def _call(name: str, params: TaskParams) -> Any:
     """Call `keras_seq.tasks.<name>` with the spec's fields as keyword arguments."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    from keras_seq import tasks
-
     arguments = params.model_dump(exclude={"type"})
-    return getattr(tasks, name)(**arguments)
+    return getattr(_task_data(), name)(**arguments)
 
 
 class LongLagParams(TaskParams):
@@ -347,11 +351,13 @@ class CsvSequences(TaskBuilder):
         return params.inputs, params.target
 
     def load(self, params):
+        # The CSV reader makes keras_seq's task data (Keras loads with it, as in `_task_data`).
+        from builder_ui.builders import data_files as data
 
         arguments = params.model_dump(exclude={"type", "tokenizer", "vocab_size"})
         try:
-            return load_csv_sequences(**arguments, **params.text_arguments())
-        except DataFileError as error:
+            return data.load_csv_sequences(**arguments, **params.text_arguments())
+        except data.DataFileError as error:
             raise SpecError([("task.path", str(error))]) from None
 
 
@@ -459,11 +465,9 @@ class ToyTranslation(TaskBuilder):
         return "tokens", "sequence"
 
     def load(self, params):
-        from keras_seq import tasks  # Keras loads on first use, as in _call
-
         # A refused `vocab_size` (more than the text can fill) is reported at task.vocab_size.
         arguments = params.model_dump(exclude={"type", "tokenizer", "vocab_size"})
-        return tasks.toy_translation(**arguments, **params.text_arguments())
+        return _task_data().toy_translation(**arguments, **params.text_arguments())
 
 
 class ParallelTextParams(_TextFields):
@@ -501,12 +505,11 @@ class ParallelText(TaskBuilder):
         return "tokens", "sequence"
 
     def load(self, params):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        from keras_seq.tasks import load_parallel_text
-
         arguments = params.model_dump(exclude={"type", "path", "tokenizer", "vocab_size"})
         try:
-            return load_parallel_text(params.path, **arguments, **params.text_arguments())
+            return _task_data().load_parallel_text(
+                params.path, **arguments, **params.text_arguments()
+            )
         except (ValueError, OSError) as error:
             # A refused argument is named in the message; anything else is the file's fault.
             named = re.search(r"argument `(\w+)`", str(error))

@@ -19,6 +19,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import keras
+import pandas as pd
+
 from builder_ui import engine, files
 from builder_ui.builders import load_spec, prepare
 from builder_ui.engine import devices
@@ -106,9 +109,6 @@ class ExperimentResult:
 
     def frame(self, index: int = 0):
         """Table `index` (default: the main one) as a pandas DataFrame, columns in order."""
-        # pandas loads when a table is made, not on import.
-        import pandas as pd
-
         table = self.tables[index]
         return pd.DataFrame.from_records(table["rows"], columns=table["columns"])
 
@@ -133,49 +133,37 @@ def new_sweep_id(number: int) -> str:
     return f"lab-{number}-{stamp}-{secrets.token_hex(2)}"
 
 
-class StopWhenReached:
-    """Factory of a Keras callback that ends training once a metric reaches a target.
+class StopWhenReached(keras.callbacks.Callback):
+    """A Keras callback that ends training once a metric reaches a target.
 
-    `make(monitor, target, mode)` returns the callback: `mode="max"` stops
-    when `logs[monitor] >= target`, `"min"` when `<= target`. Long-lag runs
-    use it so that a solved task does not train on for nothing.
+    `mode="max"` stops when `logs[monitor] >= target`, `"min"` when `<= target`
+    (`reached_at`: the epoch, counted from 1). Long-lag runs use it so that a
+    solved task does not train on for nothing.
     """
 
-    @staticmethod
-    def make(monitor: str, target: float, mode: str = "max"):
-        # Keras loads on first use, not on import (specs and the app start without it).
-        import keras
+    def __init__(self, monitor: str, target: float, mode: str = "max"):
+        super().__init__()
+        self.monitor, self.target, self.mode = monitor, target, mode
+        self.reached_at: int | None = None
 
-        class _Stop(keras.callbacks.Callback):
-            def __init__(self):
-                super().__init__()
-                self.reached_at: int | None = None
-
-            def on_epoch_end(self, epoch, logs=None):
-                value = (logs or {}).get(monitor)
-                if value is None or not math.isfinite(value):
-                    return
-                if (value >= target) if mode == "max" else (value <= target):
-                    self.reached_at = epoch + 1
-                    self.model.stop_training = True
-
-        return _Stop()
+    def on_epoch_end(self, epoch, logs=None):
+        value = (logs or {}).get(self.monitor)
+        if value is None or not math.isfinite(value):
+            return
+        if (value >= self.target) if self.mode == "max" else (value <= self.target):
+            self.reached_at = epoch + 1
+            self.model.stop_training = True
 
 
-def _capture_callback():
-    """A Keras callback that keeps a reference to the trained model (for evaluation)."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
+class _Capture(keras.callbacks.Callback):
+    """Keeps a reference to the trained model (`trained`), for evaluation."""
 
-    class _Capture(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.trained = None
+    def __init__(self):
+        super().__init__()
+        self.trained = None
 
-        def on_train_end(self, logs=None):
-            self.trained = self.model
-
-    return _Capture()
+    def on_train_end(self, logs=None):
+        self.trained = self.model
 
 
 @dataclass
@@ -247,7 +235,7 @@ class LabContext:
         checked = load_spec(document)
         run_id = self.store.create_run(checked, name=name, sweep_id=self.sweep_id)
         self.run_ids.append(run_id)
-        capture = _capture_callback() if keep_model else None
+        capture = _Capture() if keep_model else None
         extra = [*callbacks, capture] if capture is not None else list(callbacks)
         started = time.perf_counter()
         self.log(f"  training {name} ...")

@@ -109,44 +109,37 @@ def _encoder(cell, units):
     return encoder
 
 
-class ProbeCurve:
-    """Factory of a Keras callback that scores fresh probe sequences while a run trains.
+class ProbeCurve(keras.callbacks.Callback):
+    """A Keras callback that scores fresh probe sequences while a run trains.
 
-    `make(x, y, batch_size, check_every, target)` returns the callback: after
-    every `check_every` training sequences (counted as `batch_size` per
+    After every `check_every` training sequences (counted as `batch_size` per
     batch; `check_every` must be a multiple of it) it predicts the probe
     inputs `x`, records `(sequences read, accuracy against y)` in `curve`,
     and stops training once the accuracy reaches `target` (setting
     `solved_at`, the sequences read by then).
     """
 
-    @staticmethod
-    def make(x, y, *, batch_size, check_every, target):
+    def __init__(self, x, y, *, batch_size, check_every, target):
         if check_every % batch_size:
             raise ValueError(
                 f"check_every: expected a multiple of batch_size={batch_size}, got {check_every}"
             )
+        super().__init__()
+        self.x, self.labels = x, np.asarray(y)
+        self.batch_size, self.check_every, self.target = batch_size, check_every, target
+        self.curve: list[tuple[int, float]] = []
+        self.solved_at: int | None = None
 
-        labels = np.asarray(y)
-
-        class _Probe(keras.callbacks.Callback):
-            def __init__(self):
-                super().__init__()
-                self.curve: list[tuple[int, float]] = []
-                self.solved_at: int | None = None
-
-            def on_train_batch_end(self, batch, logs=None):
-                seen = (batch + 1) * batch_size
-                if seen % check_every:
-                    return
-                scores = self.model.predict(x, batch_size=500, verbose=0)
-                accuracy = float(np.mean(np.argmax(scores, axis=-1) == labels))
-                self.curve.append((seen, accuracy))
-                if accuracy >= target and self.solved_at is None:
-                    self.solved_at = seen
-                    self.model.stop_training = True
-
-        return _Probe()
+    def on_train_batch_end(self, batch, logs=None):
+        seen = (batch + 1) * self.batch_size
+        if seen % self.check_every:
+            return
+        scores = self.model.predict(self.x, batch_size=500, verbose=0)
+        accuracy = float(np.mean(np.argmax(scores, axis=-1) == self.labels))
+        self.curve.append((seen, accuracy))
+        if accuracy >= self.target and self.solved_at is None:
+            self.solved_at = seen
+            self.model.stop_training = True
 
 
 def growth_exponent(points):
@@ -201,7 +194,7 @@ def _train_lag(context, cell, lag, distractors, settings):
         validation_split=1 / (settings["probe"] + 1),
         seed=1,  # the training data are seed 0: the probe sequences are new to the model
     )
-    callback = ProbeCurve.make(
+    callback = ProbeCurve(
         probe.x_train,
         probe.y_train,
         batch_size=BATCH,
@@ -252,7 +245,7 @@ def _train_adding(context, cell, length, settings):
             "seed": 0,
         },
     }
-    stop = StopWhenReached.make("val_loss", ADDING_TARGET, "min")
+    stop = StopWhenReached("val_loss", ADDING_TARGET, "min")
     key = f"adding-{cell.replace('_', '')}-{length}"
     record = context.train(key, spec, callbacks=[stop]).record
     values = [

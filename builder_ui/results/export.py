@@ -550,13 +550,12 @@ def _export_runtime(
     if missing:
         needs = f"The {format!r} format needs {', '.join(missing)} (or export 'keras' or 'python')"
         raise ExportError(missing_extra(needs, "export"))
-    # Each converter imports TensorFlow (ONNX's, onnx and tf2onnx) at its top: loaded when
-    # such an export runs, once its packages are known to be there (this module loads
-    # without TensorFlow).
+    # Each converter imports TensorFlow at its top (ONNX's, onnx and tf2onnx too): loaded when
+    # an export of its format runs, once its packages are known to be there.
     if format == "onnx":
-        from builder_ui.results import onnx_file as converter
+        from builder_ui.results import onnx_file as converter  # TensorFlow, onnx, tf2onnx
     else:
-        from builder_ui.results import litert_file as converter
+        from builder_ui.results import litert_file as converter  # TensorFlow
 
     try:
         converter.check_exportable(format, record.precision)

@@ -63,7 +63,7 @@ LAZY_BUILDER_UI = {"builder_ui.cli"}
 # Keras is imported at the top of a few modules of builder_ui (the Keras boundary, drawn
 # between modules): any module may import one of them inside a function, with its reason,
 # so that importing the importer stays cheap.
-HEAVY_TOP = {"keras", "tensorflow"}
+HEAVY_TOP = {"keras", "tensorflow", "keras_seq"}  # keras_seq loads Keras
 
 
 def module_name(path: Path) -> str:

@@ -66,7 +66,7 @@ def test_probe_curve_scores_every_check_and_stops_at_the_target(target, batches,
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(40, 3)).astype("float32"), rng.integers(0, 2, 40)
     probe_x, probe_y = rng.normal(size=(30, 3)).astype("float32"), rng.integers(0, 2, 30)
-    probe = long_lags.ProbeCurve.make(probe_x, probe_y, batch_size=4, check_every=8, target=target)
+    probe = long_lags.ProbeCurve(probe_x, probe_y, batch_size=4, check_every=8, target=target)
     count = _CountBatches()
     model = _counting_model()
     model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[probe, count], shuffle=False)
@@ -80,9 +80,7 @@ def test_probe_curve_scores_every_check_and_stops_at_the_target(target, batches,
 
 def test_probe_curve_refuses_a_check_that_splits_a_batch():
     with pytest.raises(ValueError, match="check_every: expected a multiple of batch_size=16"):
-        long_lags.ProbeCurve.make(
-            np.zeros((2, 3)), [0, 1], batch_size=16, check_every=100, target=1
-        )
+        long_lags.ProbeCurve(np.zeros((2, 3)), [0, 1], batch_size=16, check_every=100, target=1)
 
 
 @pytest.mark.large

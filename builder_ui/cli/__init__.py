@@ -49,6 +49,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from builder_ui.cli.arguments import EXIT_BAD_INPUT, PROG
+from builder_ui.engine import interrupts
+from builder_ui.engine.native_logs import quiet_tensorflow_startup
 from builder_ui.extras import APP_MODULES, DISTRIBUTION, missing_extra
 
 
@@ -172,15 +174,10 @@ def _main(argv: list[str]) -> int:
     parser, subparsers = build_parser()
     args = parser.parse_args(argv)
     if not args.verbose:
-        # Loaded when a command runs (not for --help); installs an import hook, imports no Keras.
-        from builder_ui.engine.native_logs import quiet_tensorflow_startup
-
-        quiet_tensorflow_startup()
+        quiet_tensorflow_startup()  # an import hook, installed before any command loads Keras
     command = next(c for c in COMMANDS if c.name == args.command)
-    # Imports no Keras. A Ctrl-C is noted as well as raised, so that training stops even when its
+    # A Ctrl-C is noted as well as raised, so that training stops even when its
     # KeyboardInterrupt is lost (raised inside a weakref callback, say).
-    from builder_ui.engine import interrupts
-
     with interrupts.remembered():
         return command.runner()(args, subparsers[command.name])
 

@@ -8,6 +8,7 @@ from builder_ui.cli.arguments import EXIT_OK, InputError
 from builder_ui.cli.common import existing_store, guarded
 from builder_ui.cli.options.export import DEFAULT_BEAM_WIDTH, DEFAULT_LENGTH_PENALTY
 from builder_ui.results import export
+from keras_seq.models import Beam, Greedy
 
 
 def _export_decoding(args: argparse.Namespace):
@@ -19,9 +20,6 @@ def _export_decoding(args: argparse.Namespace):
     """
     if args.decoding is None and args.beam_width is None and args.length_penalty is None:
         return None
-    # Loaded when the options are given: an export that takes them loads Keras anyway.
-    from keras_seq.models import Beam, Greedy
-
     if args.decoding == "greedy":
         for option, value in (
             ("--beam-width", args.beam_width),

@@ -45,12 +45,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     # The GPUs are hidden from this process before the app's modules load Keras (and a
     # backend); the app is loaded once its options are checked, which then need no Keras.
     keep_gpus_for_training()
-    from builder_ui.app.page import launch
-    from builder_ui.app.serving import ListenError, check_proxy_address
+    from builder_ui.app import page, serving
 
     for address in args.trusted_proxies:
         try:
-            check_proxy_address(address)
+            serving.check_proxy_address(address)
         except ValueError as error:
             parser.error(f"--trusted-proxy: {error}")
         limits["trusted_proxies"] = args.trusted_proxies
@@ -59,7 +58,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     pass_memory_budget(args)
     try:
-        launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth, **limits)
-    except ListenError as error:  # a port in use: said before the app is built
+        page.launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth, **limits)
+    except serving.ListenError as error:  # a port in use: said before the app is built
         parser.error(str(error))
     return 0

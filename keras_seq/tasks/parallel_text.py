@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_seq import argument_checks
+from keras_seq.tasks import subword
 from keras_seq.tasks.base import MAX_LENGTH, SequenceSpec, TargetSpec, TaskData, check_size
 from keras_seq.tasks.vocabulary import MAX_VOCAB_SIZE, Vocabulary, _tokenize
 
@@ -420,7 +421,6 @@ def _vocabulary_builder(tokenizer, vocab_size, max_vocab_size, min_count, lowerc
         return lambda texts: Vocabulary.build(
             texts, max_size=max_vocab_size, min_count=min_count, lowercase=lowercase
         )
-    from keras_seq.tasks import subword  # sentencepiece loads only for subword tasks
 
     if vocab_size is None:
         raise ValueError(

@@ -56,6 +56,9 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+import sentencepiece
+from sentencepiece import sentencepiece_model_pb2
+
 from keras_seq import argument_checks
 from keras_seq.tasks.vocabulary import Vocabulary
 
@@ -127,7 +130,6 @@ class SubwordVocabulary(Vocabulary):
     CONFIG_KEY = "subword"
 
     def __init__(self, model, *, lowercase: bool = True):
-        spm = _sentencepiece()
         if isinstance(model, str):
             try:
                 model = base64.b64decode(model.encode("ascii"), validate=True)
@@ -139,7 +141,7 @@ class SubwordVocabulary(Vocabulary):
             raise argument_checks.invalid(
                 "model", "a serialised SentencePiece model (bytes or base64 text)", model
             )
-        processor = spm.SentencePieceProcessor()
+        processor = sentencepiece.SentencePieceProcessor()
         try:
             processor.LoadFromSerializedProto(bytes(model))
         except (RuntimeError, OSError) as error:
@@ -186,7 +188,6 @@ class SubwordVocabulary(Vocabulary):
         Returns:
             A `SubwordVocabulary` covering every character of the texts.
         """
-        spm = _sentencepiece()
         vocab_size = argument_checks.int_in_range(
             "vocab_size", vocab_size, MIN_VOCAB_SIZE, MAX_VOCAB_SIZE
         )
@@ -210,7 +211,7 @@ class SubwordVocabulary(Vocabulary):
             raise argument_checks.invalid("texts", "at least one non-empty text", texts)
         model = io.BytesIO()
         try:
-            spm.SentencePieceTrainer.Train(
+            sentencepiece.SentencePieceTrainer.Train(
                 sentence_iterator=iter(sentences),
                 model_writer=model,
                 model_type=model_type,
@@ -334,20 +335,7 @@ class SubwordVocabulary(Vocabulary):
 
 
 def _model_type(processor) -> str:
-    from sentencepiece import sentencepiece_model_pb2
-
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(processor.serialized_model_proto())
     name = sentencepiece_model_pb2.TrainerSpec.ModelType.Name(proto.trainer_spec.model_type)
     return name.lower()
-
-
-def _sentencepiece():
-    try:
-        import sentencepiece
-    except ImportError:
-        raise ImportError(
-            "A subword vocabulary (tokenizer: bpe or unigram) needs the `sentencepiece` package: "
-            "pip install sentencepiece."
-        ) from None
-    return sentencepiece

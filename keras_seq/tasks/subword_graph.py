@@ -36,6 +36,7 @@ References:
 from __future__ import annotations
 
 import numpy as np
+from sentencepiece import sentencepiece_model_pb2
 
 from keras_seq.tasks.subword import WORD_BOUNDARY, SubwordVocabulary
 from keras_seq.tasks.vocabulary import Vocabulary, _re2_classes, tf_tokenizer
@@ -56,7 +57,6 @@ def tf_subword_encoder(vocabulary: SubwordVocabulary):
         `(batch, None)`, those of `vocabulary.encode` for each text.
     """
     import tensorflow as tf
-    from sentencepiece import sentencepiece_model_pb2
 
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(vocabulary.model)

@@ -17,6 +17,7 @@ import numpy as np
 from keras import ops
 
 from keras_seq import argument_checks
+from keras_seq.layers import ReverseWithinLength
 
 # The reserved ids, the same in every keras_seq vocabulary
 # (`keras_seq.tasks.vocabulary.Vocabulary.PAD`, `.START`, `.END`).
@@ -320,7 +321,6 @@ def _in_source_order(model, attention, source):
     """
     if not getattr(model, "reverse_source", False):
         return attention
-    from keras_seq.layers import ReverseWithinLength
 
     by_position = ops.transpose(attention, (0, 2, 1))  # (batch, S, L)
     by_position = ReverseWithinLength()(by_position, mask=ops.not_equal(source, PAD))

@@ -5,15 +5,13 @@
   `torch.cuda`) and names the first, or reports the CPU.
 - `resolve_precision("auto", device)` is `"mixed_float16"` on a GPU (float16
   compute, float32 variables, loss scaling; Micikevicius et al. 2018) and
-  `"float32"` on the CPU, where float16 is slow; `dtype_policy()` sets a
-  policy for the length of a run and restores the previous one after.
+  `"float32"` on the CPU, where float16 is slow (`keras_globals.dtype_policy()` sets
+  it for the length of a run).
 - `distribution_strategy("mirrored")` is a `tf.distribute.MirroredStrategy`
   over every local GPU, or over every logical CPU when there is no GPU: each
   replica takes a slice of the batch and the gradients are summed across
   replicas before each update (synchronous data parallelism). TensorFlow
   backend only.
-- `seed_everything(seed)` seeds Python, NumPy and the backend, so a CPU run
-  with the same spec gives the same history.
 - `select_backend(spec)` makes a spec's `train.backend` the Keras backend of
   this process, before Keras is imported (Keras fixes its backend at its
   first import, from `KERAS_BACKEND`); `backend_environment` is the same for
@@ -27,7 +25,6 @@ import contextlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,20 +118,6 @@ def resolve_precision(mode: str | None, device: DeviceInfo) -> str:
     if mode == "auto":
         return "mixed_float16" if device.is_gpu else "float32"
     return mode
-
-
-@contextlib.contextmanager
-def dtype_policy(name: str) -> Iterator[None]:
-    """Set the global Keras dtype policy to `name`, and restore the previous one on exit."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    previous = keras.mixed_precision.dtype_policy()
-    keras.mixed_precision.set_dtype_policy(name)
-    try:
-        yield
-    finally:
-        keras.mixed_precision.set_dtype_policy(previous)
 
 
 def check_distribution(distribution: str | None, backend: str | None = None) -> None:
@@ -271,11 +254,3 @@ def describe(device: DeviceInfo, strategy: Any = None) -> str:
     if strategy is None:
         return device.name
     return f"{device.name} x{strategy.num_replicas_in_sync} (mirrored)"
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python's `random`, NumPy and the backend (`keras.utils.set_random_seed`)."""
-    # Keras loads on first use, not on import (specs and the app start without it).
-    import keras
-
-    keras.utils.set_random_seed(int(seed))

@@ -75,7 +75,7 @@ import keras
 
 from builder_ui.builders import load_spec, memory
 from builder_ui.builders.prepared import prepare
-from builder_ui.engine import callbacks, devices, interrupts
+from builder_ui.engine import callbacks, devices, interrupts, keras_globals
 from builder_ui.engine.artifacts import (
     BACKUP_DIR,
     CHECKPOINT_LOG,
@@ -405,11 +405,11 @@ def _train(store, run_id, prepared, strategy, precision, keras_callbacks, progre
         # Drop what earlier runs left in Keras' global state (this resets the dtype policy,
         # so the caller's is put back at the end).
         keras.backend.clear_session(free_memory=False)
-        devices.seed_everything(train.seed)
+        keras_globals.seed_everything(train.seed)
         learning_rate = prepared.learning_rate()  # the optimiser's: a number or a schedule
         if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
             recorder.schedule = learning_rate
-        with devices.dtype_policy(precision):
+        with keras_globals.dtype_policy(precision):
             with devices.strategy_scope(strategy):
                 model = prepared.build()
                 if not model.built:  # BackupAndRestore needs the weights to exist

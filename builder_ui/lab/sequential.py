@@ -63,27 +63,19 @@ def lstm_units_matching(target_parameters: int, d_model: int = D_MODEL) -> int:
 
 
 def _devices():
-    """`[(label, tf device string or None)]`: the CPU, and the GPU when TensorFlow has one."""
+    """`[(label, Keras device name or None)]`: the CPU, and the GPU when TensorFlow has one."""
 
     if keras.backend.backend() != "tensorflow":
         return [(device_name(), None)]
-    # Only the backend in use is imported.
-    import tensorflow as tf
-
-    found = [("CPU", "/CPU:0")]
-    gpus = tf.config.list_logical_devices("GPU")
-    if gpus:
-        found.append((devices.detect().name or "GPU", gpus[0].name))
+    found = [("CPU", "cpu:0")]
+    device = devices.detect()
+    if device.is_gpu:
+        found.append((device.name or "GPU", "gpu:0"))
     return found
 
 
 def _device_scope(device):
-    if device is None:
-        return contextlib.nullcontext()
-    # Only the backend in use is imported.
-    import tensorflow as tf
-
-    return tf.device(device)
+    return contextlib.nullcontext() if device is None else keras.device(device)
 
 
 def _models(lengths, seed):

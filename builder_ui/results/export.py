@@ -74,7 +74,7 @@ import numpy as np
 import keras_seq  # registers its layers and models, which `load_model` reads
 from builder_ui import files
 from builder_ui.builders import load_spec, load_task
-from builder_ui.engine import artifacts, devices
+from builder_ui.engine import artifacts, keras_globals
 from builder_ui.engine.artifacts import MODEL_FILE, VOCABULARIES_FILE
 from builder_ui.engine.store import RunNotFoundError, RunStore
 from builder_ui.extras import missing_extra
@@ -612,7 +612,7 @@ def _export_python(place: _Place, record) -> Path:
     if hasattr(model, "export_saved_model") and hasattr(model, "model"):
         model = model.model  # a Translator: the architecture is its encoder–decoder's
     try:
-        with devices.dtype_policy("float32"):  # the script runs under the default policy
+        with keras_globals.dtype_policy("float32"):  # the script runs under the default policy
             source = model_source(model, docstring=_docstring(record, model))
     except SourceError as error:
         raise ExportError(f"Run {record.id!r}: {error}") from error

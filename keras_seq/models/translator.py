@@ -42,11 +42,10 @@ import numpy as np
 from keras import ops
 
 from keras_seq import argument_checks
+from keras_seq.diagnostics import plot_alignment
 from keras_seq.models import decoding, strategies
 from keras_seq.models.decoding import common as decoding_checks
-from keras_seq.tasks.subword import WORD_BOUNDARY, SubwordVocabulary
-from keras_seq.tasks.subword_graph import tf_subword_encoder
-from keras_seq.tasks.vocabulary import Vocabulary, tf_tokenizer
+from keras_seq.tasks.vocabulary import Vocabulary
 
 _REGISTER = keras.saving.register_keras_serializable(package="keras_seq")
 
@@ -132,8 +131,6 @@ class Alignment:
         Args:
             **kwargs: `ax` and `title`, passed on.
         """
-        from keras_seq.diagnostics import plot_alignment
-
         return plot_alignment(self.weights, self.source_tokens, self.target_tokens, **kwargs)
 
 
@@ -461,7 +458,8 @@ class Translator(keras.Model):
                 f"{keras.backend.backend()!r}. Save with `translator.save(...)`, load the "
                 ".keras file under TensorFlow and export there."
             )
-        import tensorflow as tf
+        # TensorFlow builds the graph: loaded here, on the TensorFlow backend (checked above).
+        from keras_seq.models import saved_translator
 
         path = os.path.abspath(os.fspath(path))
         overwrite = argument_checks.boolean("overwrite", overwrite)
@@ -472,24 +470,8 @@ class Translator(keras.Model):
             )
         parent = os.path.dirname(path)
         os.makedirs(parent, exist_ok=True)
-        model, max_length = self.model, self.max_length
-
-        def serve(source):
-            return strategy.decode(model, source, max_length).ids
-
-        archive = keras.export.ExportArchive()
-        archive.track(model)
-        archive.add_endpoint(
-            "serve", serve, input_signature=[tf.TensorSpec((None, None), tf.int32, "source")]
-        )
-        text = _TextSignature(self.source_vocabulary, self.target_vocabulary, serve)
-        for resource in text.resources:
-            archive.track(resource)
-        archive.add_endpoint(
-            "translate", text, input_signature=[tf.TensorSpec((None,), tf.string, "texts")]
-        )
         described = self.decoding_json(strategy)
-        archive.add_endpoint("decoding", lambda: tf.constant(described), input_signature=[])
+        archive = saved_translator.export_archive(self, strategy, described)
         temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.")
         try:
             archive.write_out(temporary, verbose=False)
@@ -548,76 +530,6 @@ class Translator(keras.Model):
             file.write(self.vocabularies_json())
         with open(os.path.join(directory, DECODING_FILE), "w", encoding="utf-8") as file:
             file.write(decoding_json)
-
-
-class _TextSignature:
-    """The SavedModel's `translate`: texts → tokens → source ids → `serve` → target tokens → texts.
-
-    Its lookup tables and tokenizer are `resources`, which the export archive
-    must track so that they are saved with the graph.
-    """
-
-    def __init__(self, source_vocabulary, target_vocabulary, serve):
-        # TensorFlow only here: export_saved_model runs on the TensorFlow backend alone.
-        import tensorflow as tf
-
-        if isinstance(source_vocabulary, SubwordVocabulary):
-            self.encode = tf_subword_encoder(source_vocabulary)  # texts → ragged ids
-        else:
-            self.tokenize = tf_tokenizer(lowercase=source_vocabulary.lowercase)
-            self.source_ids = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(
-                    tf.constant(source_vocabulary.tokens),
-                    tf.range(len(source_vocabulary), dtype=tf.int32),
-                ),
-                default_value=Vocabulary.UNK,
-            )
-            self.encode = self._encode_words
-        self.subword_target = isinstance(target_vocabulary, SubwordVocabulary)
-        self.target_tokens = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.range(len(target_vocabulary), dtype=tf.int32),
-                tf.constant(target_vocabulary.tokens),
-            ),
-            default_value=Vocabulary.SPECIAL_TOKENS[Vocabulary.UNK],
-        )
-        self.serve = serve
-        if isinstance(source_vocabulary, SubwordVocabulary):
-            self.resources = [self.encode, self.target_tokens]
-        else:
-            self.resources = [self.tokenize, self.source_ids, self.target_tokens]
-
-    def _encode_words(self, texts):
-        import tensorflow as tf  # as in __init__
-
-        tokens = self.tokenize(texts)  # (batch, None) strings
-        return tf.ragged.map_flat_values(self.source_ids.lookup, tokens)
-
-    def __call__(self, texts):
-        import tensorflow as tf  # as in __init__
-
-        ids = self.encode(texts)  # (batch, None) int32
-        empty = tf.equal(ids.row_lengths(), 0)
-        source = ids.to_tensor(default_value=Vocabulary.PAD)  # (batch, S), right-padded
-        # A text without a token is decoded from one <unk> (like translate's filler rows),
-        # so that the batch has a time step; its translation is "".
-        width = tf.shape(source)[1]
-        source = tf.pad(source, [[0, 0], [0, tf.maximum(1 - width, 0)]])
-        first = tf.where(empty, Vocabulary.UNK, source[:, 0])
-        source = tf.concat([first[:, None], source[:, 1:]], axis=1)
-        target = self.serve(source)  # (batch, max_length): tokens, END, then PAD
-        ended = tf.cumsum(tf.cast(tf.equal(target, Vocabulary.END), tf.int32), axis=1) > 0
-        keep = ~ended & tf.not_equal(target, Vocabulary.PAD)
-        keep &= tf.not_equal(target, Vocabulary.START)
-        words = tf.ragged.boolean_mask(self.target_tokens.lookup(target), keep)
-        if self.subword_target:  # pieces joined, "▁" a space, as SubwordVocabulary.decode
-            translations = tf.strings.reduce_join(words, axis=1, separator="")
-            translations = tf.strings.strip(
-                tf.strings.regex_replace(translations, WORD_BOUNDARY, " ")
-            )
-        else:
-            translations = tf.strings.reduce_join(words, axis=1, separator=" ")
-        return tf.where(empty, "", translations)
 
 
 def _batch_shape(rows, width):

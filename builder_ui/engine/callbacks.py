@@ -343,19 +343,13 @@ class _BadCheckpoint(Exception):
 class TrialStreamer(keras.callbacks.Callback):
     """A remote trial's messages to its driver (`engine.remote`): `start()` as training begins,
     then `epoch(row)` for each epoch the run store has recorded (`RunRecorder` runs first, so
-    the row and its checkpoint are written), once each, and `report(epoch, metrics)` after it.
+    the row and its checkpoint are written), once each."""
 
-    The last epoch's report is held back (`held`) until the trial's result is sent: Ray
-    Tune stops a trial that reports its last epoch (ASHA's `max_t`) before it could send
-    its model.
-    """
-
-    def __init__(self, store: Any, run_id: str, start: Any, epoch: Any, report: Any = None):
+    def __init__(self, store: Any, run_id: str, start: Any, epoch: Any):
         super().__init__()
         self.store, self.run_id = store, run_id
-        self.start, self.epoch, self.report = start, epoch, report
+        self.start, self.epoch = start, epoch
         self.sent = 0
-        self.held: tuple[int, dict[str, Any]] | None = None
 
     def on_train_begin(self, logs=None):
         self.start()
@@ -367,8 +361,3 @@ class TrialStreamer(keras.callbacks.Callback):
         row = history[-1]
         self.sent = row.epoch
         self.epoch(row)
-        if self.report is not None:
-            if row.epoch >= self.params.get("epochs", float("inf")):
-                self.held = (row.epoch, dict(row.metrics))
-            else:
-                self.report(row.epoch, dict(row.metrics))

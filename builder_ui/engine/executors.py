@@ -9,13 +9,14 @@
 Every trial is checked before the first run is created, so a sweep with one
 bad combination writes nothing and names the combination (`SpecError`).
 
-`method: bayes` and `scheduler: asha` (`builder_ui.engine.search`, Optuna) on
-the local executor: a `bayes` sweep checks every combination it may choose, then creates
-and trains one run at a time as the sampler chooses it (a trial that fails the
-data checks ends `failed` and the search goes on); a scheduler's weak trials
-end `pruned` at an epoch boundary, their epochs kept. On the `ray` executor
-the same spec runs through Ray Tune's `OptunaSearch` and `ASHAScheduler`
-(`builder_ui.engine.tune_search`), trials in parallel.
+`method: bayes` and `scheduler: asha`: one search engine, Optuna's study
+(`builder_ui.engine.search`) in the driver, on both executors (and in the app's queue,
+`queued_search`). A `bayes` sweep checks every combination it may choose, then creates and
+trains each run as the sampler chooses it (a trial that fails the data checks ends
+`failed` and the search goes on): one at a time locally; on `ray` as many at once as the
+cluster trains, the next asked as each ends. A scheduler's weak trials end `pruned` at an
+epoch boundary, their epochs kept: a remote trial asks the driver's study after each
+recorded epoch (`remote.ask_driver`), as a local one asks it in process.
 
 Every sweep's spec is recorded in the store beside its trials
 (`RunStore.record_sweep`), once its trials are checked. A local sweep stopped
@@ -47,13 +48,14 @@ is an optional dependency: `pip install "keras-seq[ray]"`.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from builder_ui.builders import load_spec, memory, sweeps
-from builder_ui.engine import devices, interrupts, remote, search, transfer, tune_search
+from builder_ui.engine import devices, interrupts, remote, search, transfer
 from builder_ui.engine.records import RunRecord
 from builder_ui.engine.store import RunStore
 from builder_ui.extras import import_extra
@@ -478,71 +480,154 @@ def _ray_session(ray, address, num_cpus):
                 ray.shutdown()
 
 
+class _RayTrials:
+    """Trials as Ray tasks, their messages mirrored into the driver's store as they come.
+
+    `launch(run_id)` starts the trial of a `queued` run; `wait()` applies every message
+    waiting and returns the records of the trials that ended meanwhile (each reported to the
+    progress callbacks). A trial given a `prune(epoch, logs)` (a search's scheduler, asked
+    in the driver) asks it after each recorded epoch: the worker waits for the answer in a
+    queue of its own (`remote.ask_driver`).
+    """
+
+    def __init__(self, ray, store, channel, request, storage, progress):
+        self.ray, self.store, self.channel, self.storage = ray, store, channel, storage
+        self.progress = progress
+        self.task = ray.remote(max_retries=0, **request)(remote.run_trial)
+        self.mirror = remote.Mirror(store, storage)
+        self.cwd = os.getcwd()
+        self.pending: dict[Any, str] = {}  # task ref -> run id
+        self.asking: dict[str, tuple[Any, Any]] = {}  # run id -> (prune, its verdict queue)
+
+    def launch(self, run_id: str, prune: Any = None) -> None:
+        record = self.store.get(run_id, history=False)
+        data = remote.data_file(record.spec, self.cwd)
+        # Ray keeps a pool of worker processes per runtime environment: a trial whose
+        # `train.backend` differs gets workers started on it (Keras fixes it at import).
+        backend = devices.backend_environment(load_spec(record.spec).train)
+        options = {"runtime_env": {"env_vars": {**_worker_env(), **backend}}} if backend else {}
+        verdicts = None
+        if prune is not None:
+            verdicts = _channel(self.ray)
+            self.asking[run_id] = (prune, verdicts)
+        ref = self.task.options(**options).remote(
+            record.spec, run_id, data, self.channel, verdicts=verdicts, storage_uri=self.storage
+        )
+        self.pending[ref] = run_id
+
+    def wait(self) -> list[RunRecord]:
+        ready, _ = self.ray.wait(list(self.pending), num_returns=1, timeout=RAY_POLL_S)
+        self._drain()
+        ended = []
+        for ref in ready:
+            run_id = self.pending.pop(ref)
+            try:
+                result = self.ray.get(ref)
+            except self.ray.exceptions.RayTaskError as error:  # raised inside the trial
+                self.mirror.failed(run_id, error)
+            except self.ray.exceptions.RayError as error:  # the worker or its node was lost
+                self.mirror.lost(run_id, error, self.store.get(run_id, history=False).sweep_id)
+            else:
+                self.mirror.result(run_id, result)
+            if run_id in self.asking:
+                self.asking.pop(run_id)[1].shutdown()
+            record = self.store.get(run_id)
+            for callback in self.progress:
+                callback.on_run_end(record)
+            ended.append(record)
+        return ended
+
+    def _drain(self) -> None:
+        """Apply every message waiting, in the order sent; answer the prune questions."""
+        while waiting := self.channel.qsize():
+            for message in self.channel.get_nowait_batch(waiting):
+                if message["kind"] != "prune":
+                    self.mirror.message(message)
+                    continue
+                prune, verdicts = self.asking[message["run_id"]]
+                try:
+                    verdicts.put({"verdict": prune(message["epoch"], message["logs"])})
+                except ValueError as error:  # a metric the run does not have (`Search.pruner`)
+                    verdicts.put({"error": str(error)})
+
+    def close(self) -> None:
+        for _, verdicts in self.asking.values():
+            verdicts.shutdown()
+
+
 def _run_ray(ray, store, run_ids, callbacks, address, num_cpus, storage) -> list[RunRecord]:
     _, progress = _split_progress(callbacks)
     with _ray_session(ray, address, num_cpus) as (channel, request):
-        task = ray.remote(max_retries=0, **request)(remote.run_trial)
-        mirror = remote.Mirror(store, storage)
-        cwd = os.getcwd()
-        pending = {}
+        trials = _RayTrials(ray, store, channel, request, storage, progress)
         for run_id in run_ids:
-            record = store.get(run_id, history=False)
-            data = remote.data_file(record.spec, cwd)
-            # Ray keeps a pool of worker processes per runtime environment: a trial whose
-            # `train.backend` differs gets workers started on it (Keras fixes it at import).
-            backend = devices.backend_environment(load_spec(record.spec).train)
-            options = {"runtime_env": {"env_vars": {**_worker_env(), **backend}}} if backend else {}
-            ref = task.options(**options).remote(
-                record.spec, run_id, data, channel, storage_uri=storage
-            )
-            pending[ref] = run_id
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=RAY_POLL_S)
-            _drain(channel, mirror)
-            for ref in ready:
-                run_id = pending.pop(ref)
-                try:
-                    result = ray.get(ref)
-                except ray.exceptions.RayTaskError as error:  # raised inside the trial
-                    mirror.failed(run_id, error)
-                except ray.exceptions.RayError as error:  # the worker or its node was lost
-                    mirror.lost(run_id, error, store.get(run_id, history=False).sweep_id)
-                else:
-                    mirror.result(run_id, result)
-                record = store.get(run_id)
-                for callback in progress:
-                    callback.on_run_end(record)
+            trials.launch(run_id)
+        while trials.pending:
+            trials.wait()
     return [store.get(run_id) for run_id in run_ids]
 
 
 def _run_ray_search(
     ray, spec, store, sweep_id, callbacks, address, num_cpus, storage
 ) -> list[RunRecord]:
-    """`bayes` or a scheduler on Ray: Ray Tune's OptunaSearch and ASHAScheduler."""
+    """`bayes` or a scheduler on Ray: the sweep's study in this process (`search.Search`, as a
+    local search), each trial a Ray task that reports its epochs to it.
+
+    `bayes` asks the study for as many trials as the cluster trains at once, and for the
+    next one as each ends, until `num_trials` have run; `grid` and `random` start every
+    planned trial. With a scheduler each trial asks the study after each recorded epoch
+    whether it goes on (`_RayTrials`), so ASHA judges it against every trial so far.
+    """
     _, progress = _split_progress(callbacks)
-    try:
-        tune_search.import_tune()
-        search.import_optuna()
-    except ImportError as error:
-        raise ExecutorError(str(error)) from None
-    if spec.sweep.method == "bayes":
-        trials = sweeps.trials(spec)  # every choice, validated
-    else:
-        trials = plan_trials(spec)  # the planned trials, each checked with its data
+    bayes = spec.sweep.method == "bayes"
+    # Every combination `bayes` may choose, validated; else the planned trials, each checked
+    # with its data. Nothing is written until they are.
+    trials = sweeps.trials(spec) if bayes else plan_trials(spec)
+    study = _search(spec, trials[0].spec)
     with _ray_session(ray, address, num_cpus) as (channel, request):
         store.record_sweep(sweep_id, spec)  # the cluster answered: its trials are made next
-        return tune_search.run_tune_sweep(
-            ray,
-            spec,
-            store,
-            sweep_id,
-            trials=trials,
-            channel=channel,
-            request=request,
-            progress=progress,
-            cwd=os.getcwd(),
-            storage=storage,
-        )
+        remote_trials = _RayTrials(ray, store, channel, request, storage, progress)
+        asked: dict[str, tuple[Any, Any]] = {}  # run id -> (the study's trial, its values)
+        order: list[str] = []
+
+        def start(run_id: str, trial: Any, values: Any) -> None:
+            asked[run_id] = (trial, values)
+            order.append(run_id)
+            remote_trials.launch(run_id, study.pruner(trial))
+
+        try:
+            if bayes:
+                at_once = _concurrent_trials(ray, request)
+                numbers = iter(range(spec.sweep.num_trials))
+                for number in itertools.islice(numbers, at_once):
+                    start(*_ask(study, spec, store, sweep_id, number))
+            else:
+                numbers = iter(())
+                for trial in trials:
+                    run_id = store.create_run(trial.spec, sweep_id=sweep_id)
+                    start(run_id, study.start(), None)
+            while remote_trials.pending:
+                for record in remote_trials.wait():
+                    trial, values = asked[record.id]
+                    study.tell(trial, record, values)
+                    number = next(numbers, None)
+                    if number is not None:
+                        start(*_ask(study, spec, store, sweep_id, number))
+        finally:
+            remote_trials.close()
+    return [store.get(run_id) for run_id in order]
+
+
+def _ask(study, spec, store, sweep_id, number) -> tuple[str, Any, Any]:
+    """`bayes`: trial `number` asked of the study, its run created `queued`."""
+    trial, values = study.ask()
+    run_id = store.create_run(sweeps.trial(spec, number, values).spec, sweep_id=sweep_id)
+    return run_id, trial, values
+
+
+def _concurrent_trials(ray, request: dict[str, int]) -> int:
+    """How many trials the cluster trains at once: its GPUs, else its CPUs, one per trial."""
+    resource, amount = ("GPU", request["num_gpus"]) if "num_gpus" in request else ("CPU", 1)
+    return max(1, int(ray.cluster_resources().get(resource, 1) // amount))
 
 
 def _channel(ray):
@@ -558,16 +643,6 @@ def _channel(ray):
             "scheduling_strategy": NodeAffinitySchedulingStrategy(here, soft=False),
         }
     )
-
-
-def _drain(channel, mirror) -> None:
-    """Apply every message waiting in the channel, in the order sent."""
-    while True:
-        waiting = channel.qsize()
-        if not waiting:
-            return
-        for message in channel.get_nowait_batch(waiting):
-            mirror.message(message)
 
 
 def _split_progress(callbacks: Sequence[Any]) -> tuple[list[Any], list[Any]]:

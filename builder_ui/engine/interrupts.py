@@ -88,13 +88,11 @@ def handlers_kept() -> Iterator[None]:
     """Put back the process's SIGINT, SIGTERM and SIGUSR1 handlers when the block ends.
 
     For libraries that install handlers in the main thread and leave them there:
-    `ray.init` sets a SIGTERM handler that calls `sys.exit`, and Ray Tune's `Tuner.fit`
-    one for SIGINT and SIGUSR1 that logs "ending Ray Tune run" and raises nothing. Left
-    behind, the next Ctrl-C in the process after a Tune sweep was swallowed and
-    `remembered()`, which replaces only Python's own handler, stood aside: training that
-    followed in the same process (a session calling `run_sweep` again, the next test of a
-    pytest worker) went on to the end through Ctrl-C. Inside the block the library's
-    handlers stay (Ray's SIGTERM handler ends a driver cleanly while it runs).
+    `ray.init` sets a SIGTERM handler that calls `sys.exit` (and Ray Tune's `Tuner.fit`,
+    which sweeps used before, one for SIGINT and SIGUSR1 that logged and raised nothing:
+    the next Ctrl-C in the process was swallowed, and `remembered()`, which replaces only
+    Python's own handler, stood aside). Inside the block the library's handlers stay
+    (Ray's SIGTERM handler ends a driver cleanly while it runs).
     """
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread sets handlers: a library installs none from here

@@ -67,6 +67,9 @@ STORE_DIR = "store"
 OWNER_FILE = ".owner"  # the pid of the process training in a scratch directory
 # The record fields a trial's result carries back (`RunStore.finish` takes them).
 RESULT_FIELDS = ("backend", "device", "precision", "params")
+# A hang guard: how long a trial waits for its driver's verdict after an epoch (the driver
+# answers as it drains its channel, every fraction of a second while it lives).
+VERDICT_TIMEOUT_S = 600
 # A data file is shipped by value; the tasks bound their own files far below this.
 MAX_DATA_FILE_BYTES = 2**30
 
@@ -105,10 +108,9 @@ def run_trial(
     data: tuple[str, bytes] | None,
     channel: Any,
     *,
-    report: Callable[[int, dict[str, Any]], None] | None = None,
-    by_channel: bool = False,
+    verdicts: Any = None,
     storage_uri: str | None = None,
-) -> dict[str, Any] | None:
+) -> dict[str, Any]:
     """The body of one Ray task: train `spec` as run `run_id` in a scratch directory.
 
     Args:
@@ -116,18 +118,16 @@ def run_trial(
         run_id: The driver's id of the run; the scratch store uses it too.
         data: `data_file(spec, ...)`: the task's file, or None.
         channel: Where the messages go (`put(message)`): a Ray queue.
-        report: Called with `(epoch, metrics)` after each epoch is sent (a
-            Ray Tune trial reports to Tune there, whose scheduler may stop it).
-        by_channel: Send the result as a last `result` message instead of
-            returning it (a Ray Tune trial's return value does not reach the
-            driver).
+        verdicts: A trial of a search with a scheduler: the Ray queue the driver answers
+            its `prune` questions in (`ask_driver`); the driver's study says whether it
+            stops after each recorded epoch. None: no scheduler.
         storage_uri: Where the checkpoints and the run's files go
             (`builder_ui.engine.transfer`); None: by value, in the messages.
 
     Returns:
         The result (`trial_result`): the final record's fields, the history
         and every file of the run's directory (or their names under
-        `storage_uri`); None `by_channel`.
+        `storage_uri`).
     """
     remove_abandoned_scratch()
     scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
@@ -142,23 +142,35 @@ def run_trial(
             spec["task"] = {**spec["task"], "path": str(local_file)}
         with RunStore(scratch / STORE_DIR) as store:
             store.create_run(spec, run_id=run_id)
-            streamer = _streamer(store, run_id, channel, report, storage_uri)
+            streamer = _streamer(store, run_id, channel, storage_uri)
+            prune = None if verdicts is None else ask_driver(run_id, channel, verdicts)
             # Keras loads here, in the worker, on the backend its runtime environment set.
             from builder_ui.engine import train
 
             try:
-                record = train.run(None, store=store, run_id=run_id, callbacks=[streamer])
+                record = train.run(
+                    None, store=store, run_id=run_id, callbacks=[streamer], prune=prune
+                )
             except SpecError:
                 record = store.get(run_id)  # a data check failed on the worker: run `failed`
-            result = trial_result(store, record, storage_uri)
-        if not by_channel:
-            return result
-        channel.put({"run_id": run_id, "kind": "result", "result": result})
-        if streamer.held is not None:
-            report(*streamer.held)  # the last epoch, now that the result is on its way
-        return None
+            return trial_result(store, record, storage_uri)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def ask_driver(run_id: str, channel: Any, verdicts: Any) -> Callable[[int, dict], bool]:
+    """`prune(epoch, logs)` for `engine.run` in a remote trial: the question goes to the
+    driver (a `prune` message), whose study answers in `verdicts` (`{"verdict": bool}`, or
+    `{"error": message}`, raised here as the local search raises it)."""
+
+    def prune(epoch: int, logs: dict[str, Any]) -> bool:
+        channel.put({"run_id": run_id, "kind": "prune", "epoch": epoch, "logs": dict(logs)})
+        answer = verdicts.get(timeout=VERDICT_TIMEOUT_S)
+        if "error" in answer:
+            raise ValueError(answer["error"])
+        return bool(answer["verdict"])
+
+    return prune
 
 
 def remove_abandoned_scratch() -> list[Path]:
@@ -190,9 +202,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _streamer(
-    store: RunStore, run_id: str, channel: Any, report: Any = None, storage_uri: str | None = None
-) -> Any:
+def _streamer(store: RunStore, run_id: str, channel: Any, storage_uri: str | None) -> Any:
     """A Keras callback that sends `start`, then each recorded epoch with its checkpoint."""
     # Keras loads here, in the trial's worker, whose backend its runtime environment set.
     from builder_ui.engine.callbacks import TrialStreamer
@@ -221,7 +231,7 @@ def _streamer(
             }
         )
 
-    return TrialStreamer(store, run_id, start, epoch, report)
+    return TrialStreamer(store, run_id, start, epoch)
 
 
 def trial_result(store: RunStore, record: Any, storage_uri: str | None = None) -> dict[str, Any]:
@@ -382,24 +392,6 @@ class Mirror:
                 f"{lines[-1] if lines else 'no message'}) after {len(record.history)} "
                 f"epoch(s); `{resume}` continues it from there."
             ),
-        )
-
-    def pruned(self, run_id: str) -> None:
-        """A trial a scheduler stopped (Ray Tune's): `pruned`, its last epoch's metrics kept."""
-        self._ended(run_id)
-        record = self.store.get(run_id, history=True)
-        if record.status not in ("queued", "running"):
-            return
-        if record.status == "queued":
-            self.store.set_status(run_id, "running")
-        last = record.history[-1].metrics if record.history else {}
-        shutil.rmtree(self.store.artifact_dir(run_id) / artifacts.BACKUP_DIR, ignore_errors=True)
-        self.store.finish(
-            run_id,
-            "pruned",
-            metrics={k.removeprefix("val_"): v for k, v in last.items() if k.startswith("val_")},
-            error=f"Pruned by the sweep's scheduler after epoch {len(record.history)} (a weak "
-            "trial); its epochs are kept, no model was saved.",
         )
 
     def failed(

@@ -1,11 +1,14 @@
-"""Smarter search for local sweeps: Optuna's TPE sampler (`method: bayes`) and its pruners.
+"""The search of a sweep: Optuna's TPE sampler (`method: bayes`) and its pruners.
 
     sweep: {method: bayes, num_trials: 6, seed: 0,
             parameters: {train.learning_rate: [0.001, 0.01, 0.1]},
             scheduler: {type: asha, grace_period: 1, reduction_factor: 3}}
 
 One Optuna study per sweep, in memory, in the driver (the run store stays the
-record of what ran; nothing of Optuna's is written to disk):
+record of what ran; nothing of Optuna's is written to disk), whatever trains the
+trials: this process (`executors`, local), Ray tasks (`executors`, `ray`: each remote trial
+asks the study after each epoch, `remote.ask_driver`) or the app's training processes
+(`queued_search`):
 
 - `method: bayes` asks the study for each trial in turn. The TPE sampler
   (Bergstra et al. 2011, "Algorithms for Hyper-Parameter Optimization")

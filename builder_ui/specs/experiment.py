@@ -316,7 +316,7 @@ class ParameterRange(StrictModel):
     (uniform in the logarithm, as a learning rate from 1e-4 to 1e-1 is searched); `bayes`
     asks Optuna's TPE sampler for it (`suggest_float` / `suggest_int` with `log`). An `int`
     range gives whole numbers from `low` to `high`, both included, and a `float` range
-    floats within `[low, high]`, in every engine (local, the app's queue, Ray Tune). A
+    floats within `[low, high]`, in every engine (local, the app's queue, Ray). A
     grid needs a list of values instead.
 
     Args:

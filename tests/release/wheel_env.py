@@ -142,7 +142,7 @@ def dependency_closure(
 
     Starts from the wheel's `Requires-Dist` with `extra` set to "" (the base requirements) and
     to each of `extras`, then follows each dependency's own requirements (and the extras asked
-    of it, as `ray[tune]`). A dependency missing from the dev venv, or installed there in a
+    of it, as `jax[cpu]`). A dependency missing from the dev venv, or installed there in a
     version the requirement excludes, raises `LookupError` naming who asked for it.
     """
     own = canonicalize_name(metadata["Name"])

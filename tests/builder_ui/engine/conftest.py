@@ -31,7 +31,7 @@ def ray_tmpdir(ray_temp_root, monkeypatch):
     Ray's token authentication is off (`RAY_AUTH_MODE=disabled`) in every Ray test, as for the
     two-node cluster of `test_ray_no_shared_disk.py`. Seen with Ray 2.60: after an instance
     with the default (token) mode in the same pytest worker, that cluster's driver could not
-    start its queue actor (it died before it ran), so the test failed after the Tune tests.
+    start its queue actor (it died before it ran), so the test failed after the earlier Ray tests.
     """
     pytest.importorskip("ray")
     root = ray_temp_root

@@ -12,7 +12,7 @@ What must hold: every epoch of the three other trials is in the driver's store a
 models load; the killed trial is `interrupted`, with the epochs it streamed, and
 `resume_sweep` finishes it here from the checkpoint that came with them; the worker
 node's view of the store's directory is empty afterwards, and its scratch directories
-are gone. The same holds for a TPE+ASHA search through Ray Tune on these nodes, whose other
+are gone. The same holds for a TPE+ASHA search on these nodes (its study in the driver), whose other
 trials end `done` or `pruned`; that one sends its files through a storage URI (`--storage`,
 a `file://` directory both nodes see, as a bucket would be) instead of Ray's object store,
 and the URI is empty once the sweep has ended.
@@ -227,7 +227,7 @@ def _wait_for_two_nodes(ray):
 
 def _trial_process(run_id):
     """The pid of the Ray worker process training `run_id`: the one with its scratch store open
-    (a `run_trial` task, or the actor of a Ray Tune trial)."""
+    (a `run_trial` task)."""
     found = subprocess.run(["pgrep", "-f", "^ray::"], capture_output=True, text=True)
     for pid in found.stdout.split():
         try:
@@ -337,9 +337,8 @@ def test_a_sweep_on_a_node_without_the_drivers_disk(cluster, request):
     assert len(scratch) <= 1, scratch
 
 
-def test_a_tpe_asha_search_through_ray_tune_on_a_node_without_the_drivers_disk(cluster, request):
-    """The same set-up, the search through Ray Tune (OptunaSearch, ASHAScheduler)."""
-    pytest.importorskip("ray.tune")
+def test_a_tpe_asha_search_on_a_node_without_the_drivers_disk(cluster, request):
+    """The same set-up, a TPE and ASHA search: the study in the driver, the trials remote."""
     pytest.importorskip("optuna")
     import keras
 

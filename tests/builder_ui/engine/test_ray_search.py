@@ -1,5 +1,6 @@
-"""`method: bayes` and `scheduler: asha` on the Ray executor, through Ray Tune's OptunaSearch and
-ASHAScheduler, into the driver's store (each trial a remote trial: `builder_ui.engine.remote`).
+"""`method: bayes` and `scheduler: asha` on the Ray executor: the sweep's Optuna study in the
+driver (as a local search's), each trial a remote one (`builder_ui.engine.remote`) that
+streams its epochs into the driver's store and asks the study whether to go on.
 
 A local Ray instance of 2 CPUs, the test's own (`RAY_TMPDIR`); the tiny long-lag classifier of
 the local search tests. `local_ray` is in this folder's conftest.
@@ -18,11 +19,11 @@ from builder_ui.engine import artifacts, executors, interrupts, search
 from builder_ui.engine.store import RunStore
 
 pytest.importorskip("optuna")
-pytest.importorskip("ray.tune")
+pytest.importorskip("ray")
 
 BASE = {
     "version": 2,
-    "name": "tune",
+    "name": "search",
     "task": {"type": "long_lag", "lag": 5, "n": 120, "num_distractors": 4},
     "model": {"type": "sequence_classifier", "encoder": {"type": "rnn", "cell": "gru", "units": 4}},
     "train": {"epochs": 2, "batch_size": 32, "learning_rate": 0.01, "seed": 2},
@@ -31,10 +32,10 @@ BASE = {
 pytestmark = pytest.mark.large
 
 
-def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose_within_its_ranges(local_ray, tmp_path):
-    # Tune's OptunaSearch asks the same distributions as the local search: a choice, a log
-    # range of floats and a range of whole numbers, both ends included. One sweep proves
-    # both that every trial Tune chose is recorded and that its draws keep to the ranges.
+def test_a_bayes_sweep_on_ray_records_every_trial_chosen_within_its_ranges(local_ray, tmp_path):
+    # The study asks the same distributions as a local search: a choice, a log range of
+    # floats and a range of whole numbers, both ends included. One sweep proves both that
+    # every trial it chose is recorded and that its draws keep to the ranges.
     store = RunStore(tmp_path / "runs")
     parameters = {
         "train.learning_rate": {"low": 1e-3, "high": 1e-1, "log": True},
@@ -56,7 +57,7 @@ def test_a_bayes_sweep_on_ray_records_every_trial_tune_chose_within_its_ranges(l
     assert len(records) == 3 and sorted(result.run_ids) == sorted(r.id for r in records)
     assert sorted(ended) == sorted(result.run_ids)
     assert [record.status for record in records] == ["done"] * 3, [r.error for r in records]
-    assert sorted(record.name for record in records) == [f"tune-{i}" for i in range(3)]
+    assert sorted(record.name for record in records) == [f"search-{i}" for i in range(3)]
     rates = [record.spec["train"]["learning_rate"] for record in records]
     units = [record.spec["model"]["encoder"]["units"] for record in records]
     cells = [record.spec["model"]["encoder"]["cell"] for record in records]
@@ -87,9 +88,9 @@ def test_asha_on_ray_prunes_a_weak_trial_and_keeps_its_epochs(local_ray, tmp_pat
     # Grid order: a learning rate that learns, then two that barely move the weights. With 2
     # CPUs the first two train together; the third starts when one of them ends, after both
     # reported epoch 1, and its epoch-1 val_loss (about 0.69, as the other weak one's) is
-    # outside the best third of that rung: Ray's ASHA stops it there. The learning one is the
-    # best at every rung and completes; the second weak one may go on or stop, as it reached
-    # the rung before or after the learning one.
+    # outside the best third of that rung: the study's successive halving stops it there.
+    # The learning one is the best at every rung and completes; the second weak one may go
+    # on or stop, as it reached the rung before or after the learning one.
     store = RunStore(tmp_path / "runs")
     document = {
         **BASE,
@@ -117,11 +118,11 @@ def test_asha_on_ray_prunes_a_weak_trial_and_keeps_its_epochs(local_ray, tmp_pat
     assert weak.status in ("done", "pruned"), weak.error
 
 
-def test_ctrl_c_raises_again_after_a_tune_sweep(local_ray, tmp_path):
-    # Tune's `Tuner.fit` left its own SIGINT and SIGUSR1 handlers installed, which log and
-    # raise nothing: the next Ctrl-C in the process was lost and `interrupts.remembered()`
-    # stood aside, so a pytest worker that ran this file before test_stopping.py failed its
-    # Ctrl-C tests ("DID NOT RAISE KeyboardInterrupt").
+def test_ctrl_c_raises_again_after_a_search_on_ray(local_ray, tmp_path):
+    # A library that leaves its signal handlers behind (Ray Tune's `Tuner.fit`, which ran
+    # these searches before, left SIGINT and SIGUSR1 handlers that raise nothing) loses the
+    # next Ctrl-C in the process, and `interrupts.remembered()` stands aside: a pytest worker
+    # that ran this file before test_stopping.py failed its Ctrl-C tests.
     before = {signum: signal.getsignal(signum) for signum in interrupts.KEPT_SIGNALS}
     document = {
         **BASE,

@@ -45,11 +45,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     # The GPUs are hidden from this process before the app's modules load Keras (and a
     # backend); the app is loaded once its options are checked, which then need no Keras.
     keep_gpus_for_training()
-    from builder_ui.app import page, serving
+    from builder_ui.app.page import launch
+    from builder_ui.app.serving import ListenError, check_proxy_address
 
     for address in args.trusted_proxies:
         try:
-            serving.check_proxy_address(address)
+            check_proxy_address(address)
         except ValueError as error:
             parser.error(f"--trusted-proxy: {error}")
         limits["trusted_proxies"] = args.trusted_proxies
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     pass_memory_budget(args)
     try:
-        page.launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth, **limits)
-    except serving.ListenError as error:  # a port in use: said before the app is built
+        launch(host=args.host, port=args.port, runs_dir=args.runs, auth=args.auth, **limits)
+    except ListenError as error:  # a port in use: said before the app is built
         parser.error(str(error))
     return 0

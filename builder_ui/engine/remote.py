@@ -142,10 +142,12 @@ def run_trial(
             spec["task"] = {**spec["task"], "path": str(local_file)}
         with RunStore(scratch / STORE_DIR) as store:
             store.create_run(spec, run_id=run_id)
-            streamer = _streamer(store, run_id, channel, storage_uri)
-            prune = None if verdicts is None else ask_driver(run_id, channel, verdicts)
             # Keras loads here, in the worker, on the backend its runtime environment set.
-            from builder_ui.engine import train
+            from builder_ui.engine import callbacks, train
+
+            start, epoch = _messages(store, run_id, channel, storage_uri)
+            streamer = callbacks.TrialStreamer(store, run_id, start, epoch)
+            prune = None if verdicts is None else ask_driver(run_id, channel, verdicts)
 
             try:
                 record = train.run(
@@ -202,10 +204,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _streamer(store: RunStore, run_id: str, channel: Any, storage_uri: str | None) -> Any:
-    """A Keras callback that sends `start`, then each recorded epoch with its checkpoint."""
-    # Keras loads here, in the trial's worker, whose backend its runtime environment set.
-    from builder_ui.engine.callbacks import TrialStreamer
+def _messages(store: RunStore, run_id: str, channel: Any, storage_uri: str | None) -> tuple:
+    """What a trial's `TrialStreamer` sends: `start()` (the run's device and backend), then
+    `epoch(row)`, each recorded epoch with its checkpoint."""
 
     def start() -> None:
         record = store.get(run_id, history=False)
@@ -231,7 +232,7 @@ def _streamer(store: RunStore, run_id: str, channel: Any, storage_uri: str | Non
             }
         )
 
-    return TrialStreamer(store, run_id, start, epoch)
+    return start, epoch
 
 
 def trial_result(store: RunStore, record: Any, storage_uri: str | None = None) -> dict[str, Any]:

@@ -79,10 +79,9 @@ def _tensorflow_gradients(fn, tensors):
 
 
 def _jax_gradients(fn, tensors):
-    import jax
-    import jax.numpy as jnp
+    import jax  # with jax.numpy
 
-    tensors = [jnp.asarray(t) for t in tensors]
+    tensors = [jax.numpy.asarray(t) for t in tensors]
     grad_fn = jax.grad(lambda *ts: _scalar(fn(*ts)), argnums=tuple(range(len(tensors))))
     return list(grad_fn(*tensors))
 

@@ -68,7 +68,7 @@ def _scalar(value):
 
 
 def _tensorflow_gradients(fn, tensors):
-    import tensorflow as tf
+    import tensorflow as tf  # the backend in use: each backend's autodiff, only its own
 
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     with tf.GradientTape() as tape:
@@ -79,7 +79,7 @@ def _tensorflow_gradients(fn, tensors):
 
 
 def _jax_gradients(fn, tensors):
-    import jax  # with jax.numpy
+    import jax  # the backend in use (with jax.numpy), as above
 
     tensors = [jax.numpy.asarray(t) for t in tensors]
     grad_fn = jax.grad(lambda *ts: _scalar(fn(*ts)), argnums=tuple(range(len(tensors))))
@@ -87,7 +87,7 @@ def _jax_gradients(fn, tensors):
 
 
 def _torch_gradients(fn, tensors):  # pragma: no cover - torch is not installed in CI
-    import torch
+    import torch  # the backend in use, as above
 
     # Under the torch backend, Keras's conversion puts tensors on Keras's device (GPU if any).
     convert = keras.ops.convert_to_tensor if keras.backend.backend() == "torch" else torch.as_tensor

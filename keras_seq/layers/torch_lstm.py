@@ -169,7 +169,7 @@ def _run_packed(torch, inputs, lengths, state, weights, go_backwards):
     Returns every step's h, `(batch, time, units)`, zeros past each sequence's end, in the
     order the sequence was read, and the h and c after its last real step.
     """
-    from torch.nn.utils import rnn
+    from torch.nn.utils import rnn  # only on the torch backend, as above
 
     if go_backwards:  # x_L … x_1, then the padding (which the packing leaves out)
         inputs = _reverse_real_steps(torch, inputs, lengths)

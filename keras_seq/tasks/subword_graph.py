@@ -56,6 +56,7 @@ def tf_subword_encoder(vocabulary: SubwordVocabulary):
         a 1-D `tf.string` tensor gives a `tf.RaggedTensor` of int32 ids
         `(batch, None)`, those of `vocabulary.encode` for each text.
     """
+    # TensorFlow only here (a SavedModel's graph): the rest of keras_seq runs on any backend.
     import tensorflow as tf
 
     proto = sentencepiece_model_pb2.ModelProto()

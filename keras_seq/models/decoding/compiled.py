@@ -189,7 +189,7 @@ def compile_decoder(
 
 
 def _tensorflow_function(model, decode, sampling):
-    import tensorflow as tf
+    import tensorflow as tf  # the backend in use: each backend compiles with its own
 
     shape, dtype = getattr(model, "source_signature", ((None, None), "int32"))
     signature = [tf.TensorSpec(shape, dtype)]
@@ -199,7 +199,7 @@ def _tensorflow_function(model, decode, sampling):
 
 
 def _jax_function(model, decode):
-    import jax
+    import jax  # the backend in use, as above
 
     compiled = []
 

@@ -185,7 +185,7 @@ def _draw(logits, key):
     """
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        import tensorflow as tf
+        import tensorflow as tf  # the backend in use: its own random ops
 
         drawn = tf.random.stateless_categorical(logits, 1, seed=key, dtype=tf.int32)
     elif backend == "jax":

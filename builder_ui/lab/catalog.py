@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Where `keras-seq lab` and `run_lab` write the report unless told otherwise.
+DEFAULT_OUT_DIR = "lab-report"
+
 
 @dataclass(frozen=True)
 class Description:

@@ -17,10 +17,9 @@ from typing import Any
 
 from builder_ui.engine.store import RunStore
 from builder_ui.lab import report
-from builder_ui.lab.catalog import DESCRIPTIONS
+from builder_ui.lab.catalog import DEFAULT_OUT_DIR, DESCRIPTIONS
 from builder_ui.lab.common import ExperimentResult, LabContext, device_name, new_sweep_id
 
-DEFAULT_OUT_DIR = "lab-report"
 DEFAULT_RUNS_DIR = "runs"
 FAILED = "not measured (the experiment failed)"
 

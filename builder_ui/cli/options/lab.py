@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 
 from builder_ui.cli.arguments import add_runs_argument
-
-DEFAULT_OUT_DIR = "lab-report"
+from builder_ui.lab.catalog import DEFAULT_OUT_DIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

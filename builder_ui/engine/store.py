@@ -36,13 +36,17 @@ new study and asks for the ones it never chose (`builder_ui.engine.search`).
 
 Artifacts are written to a temporary name in the run's directory and renamed
 into place (`RunStore.atomic_artifact`), so a reader never sees half a file.
+
+`RunStore` is the runs' lifecycle (create, status, epochs, finish, artifacts, delete,
+recovery) over its bases, one module each: `store_database` (connections, schema, errors),
+`store_marks` (name, tags, note, star, archive) and `store_queries` (sweeps, the views'
+counts and curves); `store_rows` reads a row back and writes its JSON, `store_schema` holds
+the tables and their migrations, `store_errors` the errors.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import os
 import secrets
 import shutil
@@ -55,20 +59,17 @@ from pathlib import Path
 from typing import Any
 
 from builder_ui import files
-from builder_ui.engine import processes, store_errors, store_rows, store_schema
+from builder_ui.engine import processes, store_rows
 from builder_ui.engine.records import (
     FINAL_STATUSES,
-    MAX_TAGS_PER_RUN,
     TRANSITIONS,
     EpochRecord,
     RunRecord,
-    check_name,
-    check_note,
     check_run_id,
     check_status,
-    check_tag,
     new_run_id,
 )
+from builder_ui.engine.store_database import BUSY_TIMEOUT_S, StoreDatabase
 from builder_ui.engine.store_errors import (
     ReadOnlyStoreError,
     RunNotFoundError,
@@ -78,11 +79,10 @@ from builder_ui.engine.store_errors import (
     StoreLockedError,
     UnreadableRunError,
 )
+from builder_ui.engine.store_marks import StoreMarks
+from builder_ui.engine.store_queries import StoreQueries
+from builder_ui.engine.store_rows import clean_metrics, dumps, spec_to_dict
 from builder_ui.engine.store_schema import DB_NAME, SCHEMA_VERSION
-
-# How long a write waits for another writer's lock before giving up (`StoreLockedError`).
-# Writes are short transactions; a lock held longer is another process stuck or in use.
-BUSY_TIMEOUT_S = 5.0
 
 # Columns `RunStore.update` may set, and whether they hold JSON.
 _UPDATABLE = {
@@ -104,58 +104,7 @@ _UPDATABLE = {
 }
 
 
-def _finite_or_none(value: Any) -> Any:
-    """JSON has no NaN or infinity: store them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """Logs as plain JSON values: floats (None when not finite), ints, strings."""
-    clean = {}
-    for key, value in metrics.items():
-        if hasattr(value, "item") and callable(value.item):  # NumPy scalar or 0-d array
-            value = value.item()
-        if isinstance(value, bool) or value is None or isinstance(value, str):
-            clean[str(key)] = value
-        elif isinstance(value, (int, float)):
-            clean[str(key)] = _finite_or_none(float(value) if isinstance(value, float) else value)
-        else:
-            clean[str(key)] = _finite_or_none(float(value))
-    return clean
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, allow_nan=False)
-
-
-def _spec_to_dict(spec: Any) -> dict[str, Any]:
-    """A spec as a JSON-compatible dict: pydantic models via `model_dump(mode="json")`."""
-    if hasattr(spec, "model_dump"):
-        spec = spec.model_dump(mode="json")
-    if not isinstance(spec, Mapping):
-        raise ValueError(
-            "Received an invalid value for argument `spec`, expected an ExperimentSpec or a "
-            f"dict, got {type(spec).__name__}."
-        )
-    return json.loads(json.dumps(dict(spec), allow_nan=False))
-
-
-def _read_only_reason(database: Path) -> str | None:
-    """Why the store of `database` cannot be written (None if it can): its file system, modes.
-
-    SQLite writes the database and, beside it, its `-wal` and `-shm` files.
-    """
-    for path in (database, database.parent):
-        if path.exists() and not os.access(path, os.W_OK):
-            if hasattr(os, "statvfs") and os.statvfs(path).f_flag & os.ST_RDONLY:
-                return "on a read-only file system"
-            return f"no permission to write to {str(path)!r}"
-    return None
-
-
-class RunStore:
+class RunStore(StoreDatabase, StoreMarks, StoreQueries):
     """Runs and their artifacts in a directory: `runs.sqlite` plus one folder per run.
 
     Safe to share between threads (each gets its own connection) and between
@@ -209,302 +158,7 @@ class RunStore:
                 self.close()
                 raise
 
-    def _open_existing(self) -> None:
-        """Start using the database file (made by this store or another process)."""
-        with self._connections_lock:
-            if self._created:
-                return
-            self._created = True
-        self._read_only = _read_only_reason(self.path)
-        self._init_schema()
-
-    @property
-    def read_only(self) -> str | None:
-        """Why the store cannot be changed ("on a read-only file system", ...), or None."""
-        return self._read_only
-
-    def _check_writable(self) -> None:
-        """Raise `ReadOnlyStoreError` before a change to a read-only store (nothing written)."""
-        if self._read_only is not None:
-            raise ReadOnlyStoreError(self._read_only_message(self._read_only))
-
-    def _read_only_message(self, reason: str) -> str:
-        return (
-            f"the run store {str(self.directory)!r} is read-only ({reason}): it can be read, "
-            "not changed; nothing was written: copy it to a directory you may write to, or "
-            "make it writable, to change it"
-        )
-
-    def _create(self) -> None:
-        """Make the directory and the database: the first write of this store."""
-        if not self._created:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._open_existing()
-
     # -- connections ---------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        """This thread's connection (a new one after a fork); an empty one before any write."""
-        if not self._created:
-            if not self.path.exists():
-                return self._empty()
-            self._open_existing()
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            return conn
-        with self._file_errors():
-            if self._read_only is not None:
-                conn = self._connect_read_only()
-            else:
-                conn = sqlite3.connect(
-                    self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-                )
-            try:
-                conn.row_factory = sqlite3.Row
-                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-                if self._read_only is None:
-                    conn.execute("PRAGMA journal_mode = WAL")
-                    # In WAL mode, NORMAL is safe against a crash of the process (not the machine).
-                    conn.execute("PRAGMA synchronous = NORMAL")
-                conn.execute("PRAGMA foreign_keys = ON")
-            except BaseException:
-                conn.close()  # which removes the -wal and -shm files it made for a damaged file
-                raise
-        self._local.conn = conn
-        self._local.pid = os.getpid()
-        with self._connections_lock:
-            self._connections.append(conn)
-        return conn
-
-    def _connect_read_only(self) -> sqlite3.Connection:
-        """A connection that cannot write, for a store on a read-only file system.
-
-        SQLite reads a WAL database through its `-shm` file; where there is none (a store
-        closed cleanly) and none can be made, the database is read as `immutable` (nothing
-        can be writing it: a writer keeps its `-shm` file while it is open).
-        """
-
-        def connect(uri: str) -> sqlite3.Connection:
-            conn = sqlite3.connect(
-                uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-            try:
-                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # opens the file
-            except BaseException:
-                conn.close()
-                raise
-            return conn
-
-        uri = f"{self.path.resolve().as_uri()}?mode=ro"
-        try:
-            return connect(uri)
-        except sqlite3.Error as error:
-            if store_errors.file_problem(error) != "unopenable":
-                raise
-        return connect(f"{uri}&immutable=1")
-
-    def _empty(self) -> sqlite3.Connection:
-        """An in-memory database with the schema and no runs: what a store not yet made reads."""
-        conn = getattr(self._local, "empty", None)
-        if conn is not None and self._local.empty_pid == os.getpid():
-            return conn
-        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        conn.executescript(store_schema.SCHEMA)
-        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-        self._local.empty = conn
-        self._local.empty_pid = os.getpid()
-        with self._connections_lock:
-            self._connections.append(conn)
-        return conn
-
-    @contextlib.contextmanager
-    def _write(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
-        """A write transaction that takes the write lock at once (no upgrade deadlocks).
-
-        It waits up to `BUSY_TIMEOUT_S` for another writer (with `wait=False`, not at all),
-        then raises `StoreLockedError`.
-        """
-        self._create()
-        self._check_writable()
-        with self._file_errors():
-            conn = self._connect()
-            if not wait:
-                conn.execute("PRAGMA busy_timeout = 0")
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            finally:
-                if not wait:
-                    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            try:
-                yield conn
-            except BaseException:
-                if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-    def _read(self, query: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        """The rows of one query, outside any write transaction (WAL: no lock is taken)."""
-        with self._file_errors():
-            return self._connect().execute(query, tuple(params)).fetchall()
-
-    @contextlib.contextmanager
-    def _file_errors(self) -> Iterator[None]:
-        """SQLite's errors about the database file, raised as a `StoreError` saying what to do."""
-        try:
-            yield
-        except sqlite3.Error as error:
-            problem = store_errors.file_problem(error)
-            if problem is None:
-                raise
-            if problem == "read-only":
-                reason = self._read_only or _read_only_reason(self.path) or "SQLite says so"
-                raise ReadOnlyStoreError(self._read_only_message(reason)) from error
-            kind = {"locked": StoreLockedError, "full": StoreFullError}.get(problem, StoreError)
-            raise kind(self._file_message(problem, error)) from error
-
-    def _file_message(self, problem: str, error: sqlite3.Error) -> str:
-        """One line naming the database file, what is wrong with it and what to do."""
-        named = repr(str(self.path))
-        if self.path.is_symlink():
-            named += f" (a symbolic link to {os.readlink(self.path)!r})"
-        if problem == "locked":
-            return (
-                f"the run store database {named} is locked by another writer "
-                f"({self._lock_holder()}) and stayed locked for {BUSY_TIMEOUT_S:g} s; nothing "
-                "was written: try again when it is done"
-            )
-        if problem == "full":
-            return (
-                f"no space left to write the run store database {named} ({error}); that change "
-                "was not written: free some space on its disk and try again"
-            )
-        if problem == "damaged":
-            return (
-                f"the run store database {named} is damaged or is not a run store ({error}); "
-                f"it was left as it is: restore {DB_NAME} from a backup copy, or move it aside "
-                "to start an empty store"
-            )
-        return (
-            f"the run store database {named} cannot be opened ({error}); it was left as it "
-            "is: check that it is a file you may read and write"
-        )
-
-    def _lock_holder(self) -> str:
-        """Who holds the write lock, as far as this machine can tell: pids, and their runs."""
-        try:  # not through `_read`: a store locked even for reads must not recurse here
-            rows = (
-                self._connect()
-                .execute("SELECT id, pid, host, pid_started FROM runs WHERE status = 'running'")
-                .fetchall()
-            )
-        except sqlite3.Error:
-            rows = []
-        here = socket.gethostname()
-        holders = []
-        for pid in processes.wal_writers(self.path):
-            this = (pid, here, processes.start_time(pid))
-            run = next((row["id"] for row in rows if tuple(row)[1:] == this), None)
-            what = f"which is training run {run}" if run else processes.command_line(pid)
-            holders.append(f"pid {pid} on this machine" + (f", {what}" if what else ""))
-        if holders:
-            return "; ".join(holders)
-        running = ", ".join(f"run {row['id']} (pid {row['pid']} on {row['host']})" for row in rows)
-        return "which one cannot be told here" + (f"; running now: {running}" if running else "")
-
-    def _init_schema(self) -> None:
-        """Make the tables, indexes and columns missing; a store that has them all is only read.
-
-        So opening a store takes no write lock, and reads while another process writes.
-        """
-        if self._schema_complete():
-            (row,) = self._read("SELECT version FROM schema_version")
-            self._check_version(row["version"])
-            return
-        with self._write() as conn:
-            for statement in store_schema.SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            store_schema.migrate(conn)
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
-            if row is None:
-                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-            else:
-                self._check_version(row["version"])  # a newer store's tables are not touched
-
-    def _schema_complete(self) -> bool:
-        names = {row["name"] for row in self._read("SELECT name FROM sqlite_master")}
-        if not store_schema.SCHEMA_NAMES <= names:
-            return False
-        columns = {row["name"] for row in self._read("PRAGMA table_info(runs)")}
-        versions = self._read("SELECT version FROM schema_version")
-        return set(store_schema.ADDED_COLUMNS) <= columns and len(versions) == 1
-
-    def _check_version(self, version: int) -> None:
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"The run store {str(self.path)!r} has schema version {version}, "
-                f"newer than this keras_seq understands ({SCHEMA_VERSION}); upgrade keras_seq."
-            )
-
-    @property
-    def schema_version(self) -> int:
-        (row,) = self._read("SELECT version FROM schema_version")
-        return int(row["version"])
-
-    @property
-    def journal_mode(self) -> str:
-        return self._read("PRAGMA journal_mode")[0][0]
-
-    def revision(self) -> int | None:
-        """A number that changes whenever a change to the store is committed, by any thread
-        or process: what was read from the store may be kept while it is the same.
-
-        SQLite's `PRAGMA data_version`, which changes when another connection commits, read
-        on a connection of its own that never writes (so every write of this store's
-        threads is another connection's). None while there is no database yet, and for a
-        read-only store: nothing is to be kept then.
-        """
-        if not self.path.exists():
-            return None
-        self._connect()  # opens a database another process made (and reads whether read-only)
-        if self._read_only is not None:
-            return None
-        with self._watch_lock:
-            if self._watch is None or self._watch[1] != os.getpid():
-                with self._file_errors():
-                    watch = sqlite3.connect(
-                        self.path,
-                        timeout=BUSY_TIMEOUT_S,
-                        isolation_level=None,
-                        check_same_thread=False,
-                    )
-                with self._connections_lock:
-                    self._connections.append(watch)
-                self._watch = (watch, os.getpid())
-            with self._file_errors():
-                return int(self._watch[0].execute("PRAGMA data_version").fetchone()[0])
-
-    def close(self) -> None:
-        """Close every connection this store opened (in any thread)."""
-        with self._watch_lock:
-            self._watch = None
-        with self._connections_lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
-        self._local = threading.local()
-
-    def __enter__(self) -> RunStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"RunStore({str(self.directory)!r})"
 
     # -- runs ----------------------------------------------------------------
 
@@ -525,7 +179,7 @@ class RunStore:
             status: `"queued"` (default) or `"running"`.
             run_id: Use this id instead of a new one.
         """
-        spec_dict = _spec_to_dict(spec)
+        spec_dict = spec_to_dict(spec)
         if name is None:
             name = spec_dict.get("name") or "run"
         if not isinstance(name, str) or not name:
@@ -559,7 +213,7 @@ class RunStore:
                     run_id,
                     name,
                     sweep_id,
-                    _dumps(spec_dict),
+                    dumps(spec_dict),
                     status,
                     now,
                     now if status == "running" else None,
@@ -720,7 +374,7 @@ class RunStore:
         if not fields:
             return
         values = [
-            _dumps(_clean_metrics(value)) if _UPDATABLE[key] else value
+            dumps(clean_metrics(value)) if _UPDATABLE[key] else value
             for key, value in fields.items()
         ]
         assignments = ", ".join(f"{key} = ?" for key in fields)
@@ -767,7 +421,7 @@ class RunStore:
                     f"from {current!r} it can become {allowed}."
                 )
             values = [
-                _dumps(_clean_metrics(value)) if _UPDATABLE[key] else value
+                dumps(clean_metrics(value)) if _UPDATABLE[key] else value
                 for key, value in fields.items()
             ]
             assignments = "".join(f", {key} = ?" for key in fields)
@@ -798,7 +452,7 @@ class RunStore:
                 (
                     run_id,
                     epoch,
-                    _dumps(_clean_metrics(metrics)),
+                    dumps(clean_metrics(metrics)),
                     time.time() if time_ is None else time_,
                     seconds,
                 ),
@@ -831,68 +485,6 @@ class RunStore:
         return self.get(run_id)
 
     # -- annotations: what a person says about a run --------------------------
-
-    def rename(self, run_id: str, name: str) -> None:
-        """Give a run another name (1 to `MAX_NAME_LENGTH` characters on one line, stripped)."""
-        self.update(run_id, name=check_name(name))
-
-    def add_tags(self, run_id: str, tags: Iterable[str]) -> tuple[str, ...]:
-        """Tag a run (a tag it has already is kept once); returns its tags, sorted.
-
-        Raises:
-            ValueError: A tag that is not one word (`check_tag`), or more than
-                `MAX_TAGS_PER_RUN` tags on the run; then no tag is added.
-        """
-        new = [check_tag(tag) for tag in ([tags] if isinstance(tags, str) else tags)]
-        with self._write() as conn:
-            self._require(conn, run_id)
-            have = {
-                row[0] for row in conn.execute("SELECT tag FROM tags WHERE run_id = ?", (run_id,))
-            }
-            total = have | set(new)
-            if len(total) > MAX_TAGS_PER_RUN:
-                raise ValueError(
-                    f"Received an invalid value for argument `tags`, expected at most "
-                    f"{MAX_TAGS_PER_RUN} tags on run {run_id!r}, got {len(total)}."
-                )
-            conn.executemany(
-                "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?, ?)",
-                [(run_id, tag) for tag in new],
-            )
-        return tuple(sorted(total))
-
-    def remove_tags(self, run_id: str, tags: Iterable[str]) -> tuple[str, ...]:
-        """Take tags off a run (one it lacks is no error); returns the tags left, sorted."""
-        gone = [tags] if isinstance(tags, str) else list(tags)
-        with self._write() as conn:
-            self._require(conn, run_id)
-            conn.executemany(
-                "DELETE FROM tags WHERE run_id = ? AND tag = ?", [(run_id, tag) for tag in gone]
-            )
-            rows = conn.execute("SELECT tag FROM tags WHERE run_id = ? ORDER BY tag", (run_id,))
-            return tuple(row[0] for row in rows)
-
-    def set_note(self, run_id: str, note: str) -> None:
-        """Replace the run's note (`""` clears it); at most `MAX_NOTE_LENGTH` characters."""
-        self._set_mark(run_id, "note", check_note(note))
-
-    def set_starred(self, run_id: str, starred: bool = True) -> None:
-        """Star a run (or with `starred=False` unstar it)."""
-        self._set_mark(run_id, "starred", int(bool(starred)))
-
-    def set_archived(self, run_id: str, archived: bool = True) -> None:
-        """Archive a run, hiding it from the app's table by default (`archived=False` restores)."""
-        self._set_mark(run_id, "archived", int(bool(archived)))
-
-    def all_tags(self) -> list[str]:
-        """Every tag some run has, sorted (for a tag filter's menu)."""
-        return [row[0] for row in self._read("SELECT DISTINCT tag FROM tags ORDER BY tag")]
-
-    def _set_mark(self, run_id: str, column: str, value: Any) -> None:
-        with self._write() as conn:
-            cursor = conn.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, run_id))
-            if cursor.rowcount == 0:
-                raise RunNotFoundError(f"No run with id {run_id!r} in {str(self.directory)!r}.")
 
     def _require(self, conn: sqlite3.Connection, run_id: str) -> None:
         if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
@@ -959,7 +551,7 @@ class RunStore:
                 artifacts.pop(name, None)
             else:
                 artifacts[name] = path
-            conn.execute("UPDATE runs SET artifacts = ? WHERE id = ?", (_dumps(artifacts), run_id))
+            conn.execute("UPDATE runs SET artifacts = ? WHERE id = ?", (dumps(artifacts), run_id))
 
     # -- removal and recovery ------------------------------------------------
 
@@ -1052,106 +644,6 @@ class RunStore:
         return recovered
 
     # -- sweeps --------------------------------------------------------------
-
-    def record_sweep(self, sweep_id: str, spec: Any) -> None:
-        """Keep the spec of sweep `sweep_id` (with its `sweep:` section) beside its trials.
-
-        The first spec recorded for an id stays: a sweep's id is a hash of its
-        spec (`builder_ui.specs.sweep_space.sweep_id`), so running the same spec again
-        adds trials to the same sweep.
-        """
-        check_run_id(sweep_id)
-        spec_dict = _spec_to_dict(spec)
-        with self._write() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO sweeps (id, spec, created) VALUES (?, ?, ?)",
-                (sweep_id, _dumps(spec_dict), time.time()),
-            )
-
-    def sweep_spec(self, sweep_id: str) -> dict[str, Any] | None:
-        """The spec recorded for sweep `sweep_id` (a dict), or None (a store from before
-        sweeps were recorded, a lab experiment, or no such sweep)."""
-        rows = self._read("SELECT spec FROM sweeps WHERE id = ?", (sweep_id,))
-        return json.loads(rows[0]["spec"]) if rows else None
-
-    def stopped_sweep(self, sweep_id: str, *, history: bool = False) -> list[RunRecord]:
-        """Every trial of sweep `sweep_id`, in order, once none of them is `running`.
-
-        A sweep is stopped when none of its trials is `running` (after
-        `recover_interrupted`, so a trial whose process died counts as
-        `interrupted`); its `queued` trials then have no process to train them.
-
-        Raises:
-            ValueError: No such sweep, or a trial still running.
-        """
-        self.recover_interrupted()
-        records = self.list_runs(sweep_id=sweep_id, history=history)
-        if not records:
-            raise ValueError(f"No run or sweep with id {sweep_id!r} in {str(self.directory)!r}.")
-        running = [record for record in records if record.status == "running"]
-        if running:
-            raise ValueError(
-                f"Sweep {sweep_id!r} is still running (trial {running[0].id}, pid "
-                f"{running[0].pid}); stop it before resuming it."
-            )
-        return records
-
-    def remaining_trials(self, sweep_id: str) -> list[RunRecord]:
-        """The trials of a stopped sweep still to train: `interrupted` and `queued`, in order.
-
-        Raises:
-            ValueError: No such sweep, a trial still running (`stopped_sweep`),
-                or nothing left.
-        """
-        records = self.stopped_sweep(sweep_id)
-        left = [record for record in records if record.status in ("interrupted", "queued")]
-        if not left:
-            statuses = ", ".join(f"{record.id} {record.status}" for record in records)
-            raise ValueError(f"Sweep {sweep_id!r} has nothing left to resume ({statuses}).")
-        return left
-
-    def run_counts(self) -> tuple[int, int]:
-        """`(runs, runs neither queued nor running)`, in one query, loading no run.
-
-        A cheap sign that the store changed (a run added, ended or deleted), for a view
-        that looks often; `list_runs` would read and parse every run to tell.
-        """
-        ((total, ended),) = self._read(
-            "SELECT COUNT(*), COALESCE(SUM(status NOT IN ('queued', 'running')), 0) FROM runs"
-        )
-        return int(total), int(ended)
-
-    def epoch_metrics(
-        self, ids: Iterable[str] | None = None
-    ) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-        """Run id -> its epochs' (epoch, metrics) in epoch order, in one query: of the runs
-        `ids`, or of every run.
-
-        What Compare's best-epoch columns read for a thousand runs at once (`history` is a
-        query a run). An epoch whose metrics cannot be read is left out.
-        """
-        query, params = "SELECT run_id, epoch, metrics FROM epochs", []
-        if ids is not None:
-            params = list(ids)
-            query += f" WHERE run_id IN ({', '.join('?' * len(params))})"
-        epochs: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-        for run_id, epoch, text in self._read(query + " ORDER BY run_id, epoch", params):
-            try:
-                metrics = json.loads(text)
-            except ValueError:
-                continue
-            if isinstance(metrics, dict):
-                epochs.setdefault(run_id, []).append((epoch, metrics))
-        return epochs
-
-    def epoch_counts(self) -> dict[str, int]:
-        """Run id -> number of epochs recorded, for every run with at least one, in one query.
-
-        What a run actually trained (early stopping, a failure, a resume), read without
-        loading every epoch's metrics; compare with the spec's planned `train.epochs`.
-        """
-        rows = self._read("SELECT run_id, COUNT(*) FROM epochs GROUP BY run_id")
-        return {run_id: count for run_id, count in rows}
 
 
 # The errors and the schema's names are defined beside (`store_errors`, `store_schema`) and

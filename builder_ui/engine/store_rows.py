@@ -1,4 +1,5 @@
-"""A run's row of the store's database read back as a `RunRecord`, or why it cannot be.
+"""A run's row of the store's database read back as a `RunRecord`, or why it cannot be; and
+the JSON its columns are written as (`dumps`, `clean_metrics`, `spec_to_dict`).
 
 A row whose JSON columns are malformed, or whose status is unknown, raises an
 `UnreadableRunError` naming the run and the column; `RunStore.list_runs` leaves such a run out
@@ -8,7 +9,9 @@ and `RunStore.unreadable_runs` says why.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +82,41 @@ def unreadable(run_id: str, problem: str, database: Path) -> UnreadableRunError:
         f"run {run_id!r} in {str(database)!r} cannot be read: {problem}; the other runs "
         f"are not affected: restore {DB_NAME} from a backup copy to get this one back"
     )
+
+
+def finite_or_none(value: Any) -> Any:
+    """JSON has no NaN or infinity: store them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Logs as plain JSON values: floats (None when not finite), ints, strings."""
+    clean = {}
+    for key, value in metrics.items():
+        if hasattr(value, "item") and callable(value.item):  # NumPy scalar or 0-d array
+            value = value.item()
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            clean[str(key)] = value
+        elif isinstance(value, (int, float)):
+            clean[str(key)] = finite_or_none(float(value) if isinstance(value, float) else value)
+        else:
+            clean[str(key)] = finite_or_none(float(value))
+    return clean
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=False)
+
+
+def spec_to_dict(spec: Any) -> dict[str, Any]:
+    """A spec as a JSON-compatible dict: pydantic models via `model_dump(mode="json")`."""
+    if hasattr(spec, "model_dump"):
+        spec = spec.model_dump(mode="json")
+    if not isinstance(spec, Mapping):
+        raise ValueError(
+            "Received an invalid value for argument `spec`, expected an ExperimentSpec or a "
+            f"dict, got {type(spec).__name__}."
+        )
+    return json.loads(json.dumps(dict(spec), allow_nan=False))

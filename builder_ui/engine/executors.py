@@ -544,6 +544,8 @@ class _RayTrials:
                 if message["kind"] != "prune":
                     self.mirror.message(message)
                     continue
+                if message["run_id"] not in self.asking:  # not a trial of this search
+                    continue
                 prune, verdicts = self.asking[message["run_id"]]
                 try:
                     verdicts.put({"verdict": prune(message["epoch"], message["logs"])})

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from builder_ui import cli
-from builder_ui.engine import store as store_module
+from builder_ui.engine import store_database
 from builder_ui.engine.store import DB_NAME, RunStore
 from tests.builder_ui.test_cli_engine import TINY as SPEC
 
@@ -26,7 +26,7 @@ def runs(tmp_path, monkeypatch):
     """A store of a done run (with a model file), a run still `running` in this process,
     and one left `running` by a process that died (its pid since reused by this one); its
     write lock held by another connection."""
-    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(store_database, "BUSY_TIMEOUT_S", 0.5)
     directory = tmp_path / "runs"
     with RunStore(directory) as store:
         done = store.create_run(SPEC, name="done", status="running")

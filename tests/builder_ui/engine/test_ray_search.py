@@ -17,17 +17,10 @@ import pytest
 from builder_ui.builders import load_spec, sweeps
 from builder_ui.engine import artifacts, executors, interrupts, search
 from builder_ui.engine.store import RunStore
+from tests.builder_ui.engine.test_search import BASE  # the local search tests' tiny classifier
 
 pytest.importorskip("optuna")
 pytest.importorskip("ray")
-
-BASE = {
-    "version": 2,
-    "name": "search",
-    "task": {"type": "long_lag", "lag": 5, "n": 120, "num_distractors": 4},
-    "model": {"type": "sequence_classifier", "encoder": {"type": "rnn", "cell": "gru", "units": 4}},
-    "train": {"epochs": 2, "batch_size": 32, "learning_rate": 0.01, "seed": 2},
-}
 
 pytestmark = pytest.mark.large
 
